@@ -1,0 +1,12 @@
+/* Everything the cffi module exposes. All C in csrc/ is compiled with -D_GNU_SOURCE. */
+#ifndef PAGELAB_H
+#define PAGELAB_H
+
+#include <linux/perf_event.h>
+
+#include "pl_counters.h"
+#include "pl_events.h"
+#include "pl_region.h"
+#include "pl_spawn.h"
+
+#endif

@@ -1,0 +1,83 @@
+/* cffi declarations for the pagelab._native module (cdef syntax: "..." is filled in by the
+ * compiler from the real headers). Keep in step with the headers in this directory. */
+
+#define PERF_TYPE_HARDWARE ...
+#define PERF_TYPE_SOFTWARE ...
+#define PERF_TYPE_HW_CACHE ...
+#define PERF_TYPE_RAW ...
+#define PERF_TYPE_TRACEPOINT ...
+#define PERF_TYPE_BREAKPOINT ...
+
+typedef int... pid_t;
+
+/* pl_events.h */
+struct pl_event_def {
+    const char *name;
+    uint32_t type;
+    uint64_t config;
+    const char *unit;
+};
+extern const struct pl_event_def pl_event_table[];
+extern const int pl_event_count;
+
+/* pl_counters.h */
+#define PL_MAX_EVENTS ...
+#define PL_INHERIT ...
+#define PL_ENABLE_ON_EXEC ...
+#define PL_EXCLUDE_KERNEL ...
+#define PL_USE_RDPMC ...
+
+struct pl_group {
+    int n;
+    int leader;
+    int fd[...];
+    int err[...];
+    int kernel_excluded[...];
+    ...;
+};
+struct pl_counts {
+    uint64_t time_enabled;
+    uint64_t time_running;
+    uint64_t value[...];
+    int via_rdpmc;
+};
+int pl_group_open(struct pl_group *g, const uint32_t *types, const uint64_t *configs, int n,
+                  pid_t pid, unsigned flags);
+int pl_group_enable(const struct pl_group *g);
+int pl_group_disable(const struct pl_group *g);
+int pl_group_read(const struct pl_group *g, struct pl_counts *c);
+void pl_group_close(struct pl_group *g);
+
+/* pl_region.h: the snapshot a workload takes around its hot loop */
+struct timespec { long tv_sec; long tv_nsec; ...; };
+struct timeval { long tv_sec; long tv_usec; ...; };
+struct rusage {
+    struct timeval ru_utime;
+    struct timeval ru_stime;
+    long ru_maxrss;
+    long ru_minflt;
+    long ru_majflt;
+    long ru_inblock;
+    long ru_oublock;
+    long ru_nvcsw;
+    long ru_nivcsw;
+    ...;
+};
+struct pl_snapshot {
+    struct pl_counts counts;
+    struct timespec clock;
+    struct rusage rusage;
+};
+struct pl_region {
+    const struct pl_group *group;
+    struct pl_snapshot begin;
+    struct pl_snapshot end;
+    int err;
+};
+void pl_region_begin(struct pl_region *r);
+void pl_region_end(struct pl_region *r);
+
+/* pl_spawn.h */
+pid_t pl_spawn_gated(const char *path, char *const argv[], int *gate, int *exec_status,
+                     int stdout_fd);
+int pl_spawn_release(int gate, int exec_status);

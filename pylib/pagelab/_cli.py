@@ -1,0 +1,89 @@
+"""The `pagelab` command line. Bad input exits 2 with one line on stderr; nothing is half-run."""
+
+import argparse
+import json
+import os
+import sys
+
+from ._errors import BadInput
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise BadInput(f"{message} (see `{self.prog} --help`)")
+
+
+def _print_json(doc):
+    json.dump(doc, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def _doctor(args):
+    from ._doctor import doctor
+
+    report = doctor()
+    _print_json(report.to_dict()) if args.json else print(report)
+    return 0
+
+
+def _stat(args):
+    from ._stat import stat
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise BadInput("stat needs a command after `--`, e.g. pagelab stat -- ls")
+    # with --json, stdout carries the one JSON document: the command's own output goes to stderr
+    result = stat(command, args.events, stdout=sys.stderr.fileno() if args.json else None)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(result, file=sys.stderr)
+    return result.exit_status
+
+
+def _lab(args):
+    from ._lab import lab_command
+
+    argv = lab_command(args.jupyter_args)
+    os.execv(argv[0], argv)
+
+
+def _parser():
+    p = _Parser(prog="pagelab", description="A Jupyter teaching lab for the Linux memory system.")
+    from ._version import __version__
+
+    p.add_argument("--version", action="version", version=f"pagelab {__version__}")
+    sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+
+    d = sub.add_parser("doctor", help="name this machine's profile and explain every event")
+    d.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    d.set_defaults(func=_doctor)
+
+    s = sub.add_parser("stat", help="count events for a command, like perf stat",
+                       usage="pagelab stat [-e EVENT,...] [--json] -- CMD [ARG ...]")
+    s.add_argument("-e", "--events", help="comma-separated events (default: a standard set)")
+    s.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    s.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
+    s.set_defaults(func=_stat)
+
+    lab = sub.add_parser("lab", help="open JupyterLab on the chapters")
+    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER,
+                     help="passed on to jupyter lab, e.g. --no-browser --port 8899")
+    lab.set_defaults(func=_lab)
+    return p
+
+
+def main(argv=None):
+    try:
+        args = _parser().parse_args(argv)
+        return args.func(args)
+    except BadInput as e:
+        print(f"pagelab: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pagelab: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader (e.g. `| head`) went away: stop quietly, as other Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

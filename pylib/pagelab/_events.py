@@ -1,0 +1,81 @@
+"""Event names: the C table of named perf events, raw rXXXX codes and TYPE:CONFIG pairs."""
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from ._errors import UnknownEvent
+from ._native import lib, ffi
+
+MAX_EVENTS = lib.PL_MAX_EVENTS
+
+# What a student gets from `pagelab stat` or measure() without -e: the software events that work
+# almost everywhere first, then the hardware ones that explain them where a PMU exists.
+DEFAULT_EVENTS = (
+    "task-clock", "context-switches", "cpu-migrations", "page-faults", "minor-faults",
+    "major-faults", "cycles", "instructions", "branch-misses", "L1-dcache-load-misses",
+    "dTLB-load-misses", "LLC-load-misses",
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One perf event: its name, perf_event_attr type and config, and the source it reports."""
+
+    name: str
+    type: int
+    config: int
+    unit: str = ""
+
+    @property
+    def source(self):
+        """'sw' for kernel software events, 'hw' for everything the PMU counts."""
+        return "sw" if self.type == lib.PERF_TYPE_SOFTWARE else "hw"
+
+
+def _table():
+    return {
+        ffi.string(d.name).decode(): Event(
+            ffi.string(d.name).decode(), d.type, d.config, ffi.string(d.unit).decode()
+        )
+        for d in (lib.pl_event_table[i] for i in range(lib.pl_event_count))
+    }
+
+
+NAMED = _table()
+
+_RAW = re.compile(r"r([0-9a-fA-F]{1,16})")
+_TYPE_CONFIG = re.compile(r"(\d{1,9}):((?:0x)?[0-9a-fA-F]{1,16})")
+
+
+def event(spec):
+    """Return the Event for a name, a raw ``rXXXX`` code or a ``TYPE:CONFIG`` pair."""
+    if isinstance(spec, Event):
+        return spec
+    if not isinstance(spec, str):
+        raise UnknownEvent(f"event names are strings, not {type(spec).__name__}")
+    spec = spec.strip()
+    if spec in NAMED:
+        return NAMED[spec]
+    if m := _RAW.fullmatch(spec):
+        return Event(spec, lib.PERF_TYPE_RAW, int(m.group(1), 16))
+    if m := _TYPE_CONFIG.fullmatch(spec):
+        config = m.group(2)
+        return Event(spec, int(m.group(1)), int(config, 16 if config.startswith("0x") else 10))
+    close = difflib.get_close_matches(spec, NAMED, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; `pagelab doctor` lists them"
+    raise UnknownEvent(f"unknown event {spec!r}{hint}")
+
+
+def events(specs):
+    """Parse a comma-separated string or a list of event specs; duplicates are dropped."""
+    if specs is None:
+        specs = DEFAULT_EVENTS
+    if isinstance(specs, str):
+        specs = [s for s in specs.split(",") if s.strip()]
+    parsed = list(dict.fromkeys(event(s) for s in specs))
+    if not parsed:
+        raise UnknownEvent("no events given")
+    if len(parsed) > MAX_EVENTS:
+        raise UnknownEvent(f"at most {MAX_EVENTS} events fit in one group, got {len(parsed)}")
+    return parsed

@@ -1,0 +1,44 @@
+"""The cffi builder (API mode) for ``pagelab._native``.
+
+Compiles every C file under csrc/ (except csrc/tools/, which holds standalone programs) into one
+extension module exposing ``ffi`` and ``lib``. The declarations live in
+csrc/include/pagelab_cdef.h; no C is kept in Python strings beyond the one include line.
+
+Build switches (environment variables):
+  PAGELAB_CFLAGS   extra compiler flags appended to the defaults, e.g. "-O0 -g" for debugging.
+"""
+
+import os
+import shlex
+from pathlib import Path
+
+from cffi import FFI
+
+ROOT = Path(__file__).resolve().parents[2]
+CSRC = ROOT / "csrc"
+INCLUDE = CSRC / "include"
+CDEF = INCLUDE / "pagelab_cdef.h"
+
+if not CDEF.is_file():
+    raise SystemExit(
+        f"pagelab build: {CDEF} is missing; build from a full checkout or sdist (csrc/ is needed)"
+    )
+
+
+def _sources():
+    tools = CSRC / "tools"
+    # setuptools wants paths relative to the project root, where it runs the build
+    return sorted(str(p.relative_to(ROOT)) for p in CSRC.rglob("*.c") if tools not in p.parents)
+
+
+ffibuilder = FFI()
+ffibuilder.cdef(CDEF.read_text())
+ffibuilder.set_source(
+    "pagelab._native",
+    '#include "pagelab.h"',
+    sources=_sources(),
+    include_dirs=[str(INCLUDE.relative_to(ROOT))],
+    define_macros=[("_GNU_SOURCE", None)],
+    extra_compile_args=["-std=c11", "-O2", *shlex.split(os.environ.get("PAGELAB_CFLAGS", ""))],
+    libraries=["pthread", "m"],
+)
