@@ -1,6 +1,5 @@
-"""Shared fixtures: the repo root, the standalone C tools compiled once per session."""
+"""Shared fixtures: the standalone C tools compiled once per session, the pagelab command."""
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -8,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-# The flags every C file in csrc/ must compile cleanly with (see STYLE.md).
-CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Wshadow",
-          "-Wmissing-prototypes", "-Werror"]
+from helpers import CFLAGS, ROOT
 
 
 @pytest.fixture(scope="session")
@@ -31,13 +27,3 @@ def tools_dir():
 def pagelab_cmd():
     """The installed `pagelab` console script next to this interpreter."""
     return [str(Path(sys.executable).with_name("pagelab"))]
-
-
-def run(cmd, **kw):
-    """Run a command, capturing text output; never raises on a non-zero exit."""
-    kw.setdefault("timeout", 120)
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def fd_count():
-    return len(os.listdir("/proc/self/fd"))

@@ -44,7 +44,7 @@ def _stat(args):
 def _lab(args):
     from ._lab import lab_command
 
-    argv = lab_command(args.jupyter_args)
+    argv = lab_command(args.extra)
     os.execv(argv[0], argv)
 
 
@@ -66,16 +66,19 @@ def _parser():
     s.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     s.set_defaults(func=_stat)
 
-    lab = sub.add_parser("lab", help="open JupyterLab on the chapters")
-    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER,
-                     help="passed on to jupyter lab, e.g. --no-browser --port 8899")
-    lab.set_defaults(func=_lab)
+    lab = sub.add_parser("lab", help="open JupyterLab on the chapters; other arguments "
+                         "(e.g. --no-browser --port 8899) go to jupyter lab",
+                         usage="pagelab lab [JUPYTER-LAB-ARGS ...]")
+    lab.set_defaults(func=_lab, takes_extra=True)
     return p
 
 
 def main(argv=None):
     try:
-        args = _parser().parse_args(argv)
+        parser = _parser()
+        args, args.extra = parser.parse_known_args(argv)
+        if args.extra and not getattr(args, "takes_extra", False):
+            parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
         return args.func(args)
     except BadInput as e:
         print(f"pagelab: error: {e}", file=sys.stderr)

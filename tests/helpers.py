@@ -1,0 +1,20 @@
+"""Helpers shared by the tests (fixtures live in conftest.py)."""
+
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# The flags every C file in csrc/ must compile cleanly with (see STYLE.md).
+CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Wshadow",
+          "-Wmissing-prototypes", "-Werror"]
+
+
+def run(cmd, **kw):
+    """Run a command, capturing text output; never raises on a non-zero exit."""
+    kw.setdefault("timeout", 120)
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def fd_count():
+    return len(os.listdir("/proc/self/fd"))

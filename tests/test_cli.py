@@ -1,0 +1,60 @@
+"""Every CLI verb: bad input exits 2 with exactly one clear line and runs nothing."""
+
+import json
+
+import pytest
+
+from helpers import run
+
+
+@pytest.mark.parametrize("args, needle", [
+    ([], "required"),
+    (["frobnicate"], "invalid choice"),
+    (["doctor", "--bogus"], "unrecognized arguments"),
+    (["stat"], "needs a command"),
+    (["stat", "--"], "needs a command"),
+    (["stat", "-e", "page-fault", "--", "true"], "did you mean page-faults"),
+    (["stat", "-e", "", "--", "true"], "no events"),
+    (["stat", "-e", ",".join(f"r{i:x}" for i in range(40)), "--", "true"], "at most"),
+    (["stat", "--", "no-such-command-pagelab"], "command not found"),
+    (["stat", "--", "/etc/hostname"], "cannot run"),
+])
+def test_bad_input_exits_2_with_one_line(pagelab_cmd, args, needle):
+    """Bad input: exit status 2, one line on stderr naming the problem, nothing on stdout."""
+    p = run(pagelab_cmd + args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pagelab: error:"), p.stderr
+    assert needle in lines[0]
+    assert p.stdout == ""
+
+
+def test_doctor_json_is_one_document(pagelab_cmd):
+    """doctor --json prints exactly one JSON document with the profile and every event."""
+    p = run(pagelab_cmd + ["doctor", "--json"])
+    assert p.returncode == 0
+    doc = json.loads(p.stdout)
+    assert doc["profile"] in ("full", "software-only", "blocked")
+    assert len(doc["events"]) == 22
+    assert all(e["available"] or (e["reason"] and e["fix"]) for e in doc["events"])
+
+
+def test_doctor_text_names_profile_and_fixes(pagelab_cmd):
+    """The human report leads with the profile and lists a fix for every missing event."""
+    p = run(pagelab_cmd + ["doctor"])
+    assert p.returncode == 0
+    assert p.stdout.startswith("profile: ")
+    if "not available" in p.stdout:
+        assert "to get the missing events:" in p.stdout
+
+
+def test_doctor_on_this_machine_matches_its_profile(pagelab_cmd):
+    """Here (a VM without PMU): software-only, page-faults from sw, dTLB misses blocked by no PMU."""
+    doc = json.loads(run(pagelab_cmd + ["doctor", "--json"]).stdout)
+    if doc["profile"] != "software-only":
+        pytest.skip(f"this machine's profile is {doc['profile']}, not software-only")
+    ev = {e["name"]: e for e in doc["events"]}
+    assert ev["page-faults"]["available"] and ev["page-faults"]["source"] == "sw"
+    assert not ev["dTLB-load-misses"]["available"]
+    assert ev["dTLB-load-misses"]["errno"] in ("ENOENT", "EOPNOTSUPP")
+    assert "PMU" in ev["dTLB-load-misses"]["reason"]
