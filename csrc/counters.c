@@ -37,7 +37,10 @@ int pl_group_open(struct pl_group *g, const uint32_t *types, const uint64_t *con
         return -EINVAL;
     memset(g, 0, sizeof *g);
     g->n = n;
+    g->flags = flags;
     g->leader = -1;
+    memcpy(g->type, types, (size_t)n * sizeof *types);
+    memcpy(g->config, configs, (size_t)n * sizeof *configs);
     int opened = 0;
     for (int i = 0; i < n; i++) {
         int group_fd = g->leader < 0 ? -1 : g->fd[g->leader];
@@ -71,6 +74,17 @@ int pl_group_open(struct pl_group *g, const uint32_t *types, const uint64_t *con
         opened++;
     }
     return opened;
+}
+
+int pl_group_open_like(struct pl_group *g, const struct pl_group *src, pid_t pid)
+{
+    /* copies first: g and src may be the same storage only by mistake, never by design */
+    uint32_t types[PL_MAX_EVENTS];
+    uint64_t configs[PL_MAX_EVENTS];
+    int n = src->n;
+    memcpy(types, src->type, sizeof types);
+    memcpy(configs, src->config, sizeof configs);
+    return pl_group_open(g, types, configs, n, pid, src->flags & ~PL_ENABLE_ON_EXEC);
 }
 
 static int group_ioctl(const struct pl_group *g, unsigned long request)

@@ -8,5 +8,7 @@
 #include "pl_events.h"
 #include "pl_region.h"
 #include "pl_spawn.h"
+#include "pl_worker.h"
+#include "pl_workloads.h"
 
 #endif

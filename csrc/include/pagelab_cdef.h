@@ -43,6 +43,7 @@ struct pl_counts {
 };
 int pl_group_open(struct pl_group *g, const uint32_t *types, const uint64_t *configs, int n,
                   pid_t pid, unsigned flags);
+int pl_group_open_like(struct pl_group *g, const struct pl_group *src, pid_t pid);
 int pl_group_enable(const struct pl_group *g);
 int pl_group_disable(const struct pl_group *g);
 int pl_group_read(const struct pl_group *g, struct pl_counts *c);
@@ -81,3 +82,63 @@ void pl_region_end(struct pl_region *r);
 pid_t pl_spawn_gated(const char *path, char *const argv[], int *gate, int *exec_status,
                      int stdout_fd);
 int pl_spawn_release(int gate, int exec_status);
+
+/* pl_worker.h */
+int pl_worker_init(void);
+
+/* pl_out.h */
+#define PL_LABEL_MAX ...
+#define PL_NAME_MAX ...
+#define PL_OUT_MAX_REGIONS ...
+#define PL_OUT_MAX_VALUES ...
+#define PL_OUT_TEXT_MAX ...
+struct pl_out_region {
+    char label[...];
+    struct pl_snapshot begin;
+    struct pl_snapshot end;
+    int err;
+};
+struct pl_out_value {
+    char label[...];
+    char name[...];
+    double value;
+    char unit[...];
+    char source[...];
+};
+struct pl_out {
+    int nregions;
+    int nvalues;
+    int overflow;
+    struct pl_out_region region[...];
+    struct pl_out_value value[...];
+    char text[...];
+    char note[...];
+};
+
+/* pl_workload.h */
+struct pl_param {
+    const char *name;
+    int64_t def;
+    int64_t min;
+    int64_t max;
+    const char *unit;
+    const char *choices;
+    const char *help;
+};
+struct pl_sim;
+struct pl_ctx {
+    const int64_t *param;
+    const struct pl_group *group;
+    struct pl_sim *sim;
+    struct pl_out *out;
+};
+struct pl_workload {
+    const char *name;
+    const char *summary;
+    const struct pl_param *params;
+    int nparams;
+    int (*run)(struct pl_ctx *ctx);
+    int (*run_sim)(struct pl_ctx *ctx);
+};
+extern const struct pl_workload *const pl_workload_table[];
+extern const int pl_workload_count;

@@ -16,6 +16,9 @@
 
 struct pl_group {
     int n;                         /* events requested */
+    unsigned flags;                /* as given to pl_group_open */
+    uint32_t type[PL_MAX_EVENTS];  /* the request, kept so pl_group_open_like can repeat it */
+    uint64_t config[PL_MAX_EVENTS];
     int leader;                    /* index of the group leader, -1 if nothing opened */
     int fd[PL_MAX_EVENTS];         /* -1 where the event failed to open */
     int err[PL_MAX_EVENTS];        /* errno of the failed open, 0 if opened */
@@ -36,6 +39,9 @@ struct pl_counts {
  * arguments. The group starts disabled unless PL_ENABLE_ON_EXEC is given. */
 int pl_group_open(struct pl_group *g, const uint32_t *types, const uint64_t *configs, int n,
                   pid_t pid, unsigned flags);
+/* Open the same events as src on another target (0 = the calling thread): per-thread counting
+ * inside a workload. Same return convention as pl_group_open. */
+int pl_group_open_like(struct pl_group *g, const struct pl_group *src, pid_t pid);
 int pl_group_enable(const struct pl_group *g);  /* reset, then enable; 0 or -errno */
 int pl_group_disable(const struct pl_group *g); /* 0 or -errno */
 /* Read every opened event; rdpmc when the mmap pages allow, else read(2). 0 or -errno. */

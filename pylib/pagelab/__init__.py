@@ -7,11 +7,15 @@ from ._counters import CounterGroup, Measurement, Reading, measure
 from ._doctor import doctor
 from ._errors import BadInput, BudgetExceeded, CounterUnavailable, PagelabError, UnknownEvent
 from ._events import DEFAULT_EVENTS, Event, event, events
+from ._results import Claim, Measured, Result
+from ._run import experiments, parameters, run, run_all
 from ._stat import stat
+from ._worker import Interrupted, WorkerDied, WorkerError, WorkerTimeout
 from ._version import __version__
 
 __all__ = [
-    "BadInput", "BudgetExceeded", "CounterGroup", "CounterUnavailable", "DEFAULT_EVENTS", "Event",
-    "Measurement", "PagelabError", "Reading", "UnknownEvent", "__version__", "doctor", "event",
-    "events", "measure", "stat",
+    "BadInput", "BudgetExceeded", "Claim", "CounterGroup", "CounterUnavailable", "DEFAULT_EVENTS",
+    "Event", "Interrupted", "Measured", "Measurement", "PagelabError", "Reading", "Result",
+    "UnknownEvent", "WorkerDied", "WorkerError", "WorkerTimeout", "__version__", "doctor",
+    "event", "events", "experiments", "measure", "parameters", "run", "run_all", "stat",
 ]

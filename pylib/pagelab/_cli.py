@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from ._errors import BadInput
+from ._errors import BadInput, PagelabError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,6 +41,46 @@ def _stat(args):
     return result.exit_status
 
 
+def _settings(pairs):
+    params = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise BadInput(f"--set takes KEY=VALUE, got {pair!r}")
+        if key in params:
+            raise BadInput(f"--set {key} given twice")
+        params[key] = value
+    return params
+
+
+def _run(args):
+    from . import _run as runner
+    from ._doctor import environment
+    from ._version import __version__
+
+    if args.list:
+        for name in runner.experiments():
+            print(name)
+            for p in runner.parameters(name).values():
+                print(f"    {p.describe()}")
+        return 0
+    if not args.experiment:
+        raise BadInput("run needs an experiment name, `all`, or --list")
+    if args.experiment == "all":
+        if args.set or args.sim:
+            raise BadInput("run all takes no --set or --sim: it runs every default")
+        results = runner.run_all()
+        if args.json:
+            _print_json({"version": __version__, "environment": environment(),
+                         "results": [r.to_dict() for r in results]})
+        else:
+            print("\n\n".join(str(r) for r in results))
+        return 0
+    result = runner.run(args.experiment, sim=args.sim, **_settings(args.set))
+    _print_json(result.to_dict()) if args.json else print(result)
+    return 0
+
+
 def _lab(args):
     from ._lab import lab_command
 
@@ -66,6 +106,15 @@ def _parser():
     s.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     s.set_defaults(func=_stat)
 
+    r = sub.add_parser("run", help="run an experiment (or all) in isolated workers",
+                       usage="pagelab run EXPERIMENT|all [--set KEY=VALUE ...] [--sim] [--json]")
+    r.add_argument("experiment", nargs="?", help="an experiment name, or `all`")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE", help="a parameter")
+    r.add_argument("--sim", action="store_true", help="also run the simulated build")
+    r.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    r.add_argument("--list", action="store_true", help="list experiments and their parameters")
+    r.set_defaults(func=_run)
+
     lab = sub.add_parser("lab", help="open JupyterLab on the chapters; other arguments "
                          "(e.g. --no-browser --port 8899) go to jupyter lab",
                          usage="pagelab lab [JUPYTER-LAB-ARGS ...]")
@@ -83,6 +132,9 @@ def main(argv=None):
     except BadInput as e:
         print(f"pagelab: error: {e}", file=sys.stderr)
         return 2
+    except PagelabError as e:
+        print(f"pagelab: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("pagelab: interrupted", file=sys.stderr)
         return 130

@@ -44,7 +44,26 @@ class Reading:
             d["reason"] = self.reason
         if self.fallback:
             d["fallback"] = self.fallback.to_dict()
+            d["fallback_name"] = self.fallback.name
         return d
+
+    @classmethod
+    def from_dict(cls, name, d):
+        fb = d.get("fallback")
+        return cls(name, d["value"], d["source"], d.get("unit", ""), d.get("scaled", False),
+                   d.get("kernel_excluded", False), d.get("reason"),
+                   cls.from_dict(d.get("fallback_name", "fallback"), fb) if fb else None)
+
+    @property
+    def best(self):
+        """The value, else the labelled fallback's value, else None (see ``best_source``)."""
+        if self.value is not None:
+            return self.value
+        return self.fallback.value if self.fallback else None
+
+    @property
+    def best_source(self):
+        return self.source if self.value is not None or not self.fallback else self.fallback.source
 
     def __str__(self):
         if self.value is None:

@@ -4,6 +4,9 @@
 class PagelabError(Exception):
     """Base class of pagelab's own errors."""
 
+    def _render_traceback_(self):  # IPython shows this one line instead of a traceback
+        return [f"{type(self).__name__}: {self}"]
+
 
 class BadInput(PagelabError, ValueError):
     """The caller asked for something invalid; nothing was run. The CLI exits 2 with this line."""

@@ -1,0 +1,10 @@
+/* The workloads, one C file each under csrc/workloads/, collected in table.c. */
+#ifndef PL_WORKLOADS_H
+#define PL_WORKLOADS_H
+
+#include "pl_workload.h"
+
+extern const struct pl_workload pl_wl_first_touch;
+extern const struct pl_workload pl_wl_vsyscall;
+
+#endif

@@ -1,0 +1,112 @@
+"""`pagelab run`: validate, check the memory budget, run in workers, evaluate the claims."""
+
+import importlib
+import sys
+from dataclasses import dataclass, field
+
+from . import _environment as env
+from . import _worker, _workloads
+from ._counters import Reading
+from ._doctor import environment
+from ._errors import BudgetExceeded
+from ._results import Measured, Result
+
+MIB = 1 << 20
+
+
+def experiments():
+    """The experiment names, in chapter order (from the C workload table)."""
+    return list(_workloads.WORKLOADS)
+
+
+def _module(name):
+    return importlib.import_module(f"pagelab.experiments.{name.replace('-', '_')}")
+
+
+@dataclass
+class Context:
+    """What an experiment module's run() gets: validated parameters and ways to run workers."""
+
+    name: str
+    params: dict  # name -> int, validated against the C table
+    sim: bool
+    timeout: float
+    progress: object
+    address_space: int
+    environment: dict = field(default_factory=environment)
+
+    def workload(self, events=None, sim=None, what=None, **overrides):
+        """Run this experiment's C workload once in a fresh worker; returns (measurements, raw)."""
+        params = {**self.params, **overrides}
+        raw = _worker.call("pagelab._workloads:execute",
+                           {"name": self.name, "params": params, "events": events, "sim": sim},
+                           timeout=self.timeout, address_space=self.address_space,
+                           what=what or self.name, on_progress=self.progress)
+        return measurements(raw), raw
+
+    def call(self, target, what=None, **args):
+        """Run a Python task ("module:function") of this experiment in a fresh worker."""
+        return _worker.call(target, args, timeout=self.timeout, address_space=self.address_space,
+                            what=what or self.name, on_progress=self.progress)
+
+    def result(self, measurements_, claims, notes=(), text="", summary=(), figure=None):
+        w = _workloads.workload(self.name)
+        shown = {k: w.params[k].shown(v) for k, v in self.params.items()}
+        return Result(self.name, shown, self.environment, measurements_, claims, list(notes), text,
+                      summary, figure)
+
+
+def measurements(raw):
+    """Measured objects from a worker's raw regions and values, merged by label in order."""
+    by_label = {}
+    for region in raw["regions"]:
+        m = by_label.setdefault(region["label"], Measured(region["label"]))
+        for name, d in region["metrics"].items():
+            m.add(Reading.from_dict(name, d))
+    for v in raw["values"]:
+        m = by_label.setdefault(v["label"], Measured(v["label"]))
+        m.add(Reading(v["name"], v["value"], v["source"], v["unit"]))
+    return list(by_label.values())
+
+
+def check_budget(name, resident):
+    budget = env.memory_budget()
+    if budget["bytes"] is not None and resident > budget["bytes"]:
+        raise BudgetExceeded(
+            f"{name} needs {resident / MIB:,.0f} MiB but this machine's memory budget is "
+            f"{budget['bytes'] / MIB:,.0f} MiB ({budget['fraction']:.0%} of the least of "
+            "MemAvailable, the cgroup limit and RLIMIT_AS); choose smaller parameters")
+
+
+def _print_progress(text):
+    print(f"  ... {text}", file=sys.stderr, flush=True)
+
+
+def run(name, *, sim=False, timeout=None, progress=_print_progress, **params):
+    """Run experiment ``name`` with ``params`` (see ``pagelab.parameters(name)``) and return its
+    Result: labelled measurements and the seed claims evaluated on them.
+
+    ``sim=True`` also runs the simulated build of the workload where one exists. Bad parameters
+    and requests over the memory budget raise BadInput before anything runs.
+    """
+    p = _workloads.validate(name, params)
+    mod = _module(name)
+    resident, address_space = mod.memory(p)
+    check_budget(name, resident)
+    ctx = Context(name, p, sim, timeout or mod.TIMEOUT, progress, address_space)
+    return mod.run(ctx)
+
+
+def run_all(progress=_print_progress):
+    """Every experiment with its default (small) parameters."""
+    results = []
+    for name in experiments():
+        if progress:
+            progress(f"running {name}")
+        results.append(run(name, progress=progress))
+    return results
+
+
+def parameters(name):
+    """The parameters of an experiment: name -> Param (default, range, unit, help)."""
+    return dict(_workloads.workload(name).params)

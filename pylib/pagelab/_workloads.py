@@ -1,0 +1,170 @@
+"""The C workload table: parameters, validation, and running a workload inside a worker."""
+
+import difflib
+from dataclasses import dataclass
+
+from . import _rusage
+from ._counters import (CounterGroup, Counts, Reading, add_fallbacks, readings,
+                        rusage_readings)
+from ._errors import BadInput
+from ._native import ffi, lib
+from ._reasons import Facts
+
+
+def _s(p):
+    return ffi.string(p).decode() if p != ffi.NULL else None
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: int
+    min: int
+    max: int
+    unit: str
+    choices: tuple | None
+    help: str
+
+    def shown(self, value):
+        """The value as users write it: a choice name, or the number."""
+        return self.choices[value] if self.choices else value
+
+    def describe(self):
+        if self.choices:
+            return f"{self.name}: one of {', '.join(self.choices)} (default {self.shown(self.default)})"
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{self.name}: {self.min}..{self.max}{unit} (default {self.default}) - {self.help}"
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    summary: str
+    params: dict
+    index: int
+    has_sim: bool
+
+
+def _table():
+    out = {}
+    for i in range(lib.pl_workload_count):
+        w = lib.pl_workload_table[i]
+        params = {}
+        for k in range(w.nparams):
+            p = w.params[k]
+            choices = _s(p.choices)
+            params[_s(p.name)] = Param(_s(p.name), getattr(p, "def"),  # `def` is a keyword
+                                       p.min, p.max, _s(p.unit),
+                                       tuple(choices.split(",")) if choices else None, _s(p.help))
+        out[_s(w.name)] = Workload(_s(w.name), _s(w.summary), params, i, w.run_sim != ffi.NULL)
+    return out
+
+
+WORKLOADS = _table()
+
+
+def workload(name):
+    if name not in WORKLOADS:
+        close = difflib.get_close_matches(str(name), WORKLOADS, n=2, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise BadInput(f"unknown experiment {name!r}{hint} (known: {', '.join(WORKLOADS)})")
+    return WORKLOADS[name]
+
+
+def validate(name, given):
+    """Check ``given`` (name -> int, numeric string or choice name) against the C table and fill
+    in defaults. Returns name -> int in table order. Raises BadInput on the first problem."""
+    table = workload(name).params
+    for key in given:
+        if key not in table:
+            close = difflib.get_close_matches(key, table, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise BadInput(f"{name} has no parameter {key!r}{hint} "
+                           f"(parameters: {', '.join(table) or 'none'})")
+    return {key: _value(name, p, given.get(key, p.default)) for key, p in table.items()}
+
+
+def _value(exp, p, raw):
+    if p.choices and isinstance(raw, str) and not raw.lstrip("-").isdigit():
+        if raw not in p.choices:
+            raise BadInput(f"{exp}: {p.name} must be one of {', '.join(p.choices)}, got {raw!r}")
+        return p.choices.index(raw)
+    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        raw = int(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise BadInput(f"{exp}: {p.name} must be an integer, got {raw!r}")
+    if not p.min <= raw <= p.max:
+        what = f"0..{len(p.choices) - 1} or a name" if p.choices else f"{p.min}..{p.max}"
+        unit = f" {p.unit}" if p.unit and not p.choices else ""
+        raise BadInput(f"{exp}: {p.name} must be in {what}{unit}, got {raw}")
+    return raw
+
+
+# ---- inside the worker -------------------------------------------------------------------
+
+def execute(name, params, events=None, sim=None):
+    """Run workload ``name`` in this (worker) process and return its results as JSON-able data.
+
+    ``events`` are opened as one group on this process (inherited by the workload's threads);
+    whatever cannot open is reported with its reason. ``sim`` (a simulator config) runs the
+    -DPL_SIM build of the workload instead, with every access fed to the simulator.
+    """
+    w = workload(name)
+    values = [params[k] for k in w.params]
+    entry = lib.pl_workload_table[w.index]
+    group = CounterGroup(events, inherit=True) if events else None
+    if group:
+        group.enable()
+    out = ffi.new("struct pl_out *")
+    ctx = ffi.new("struct pl_ctx *")
+    param_arr = ffi.new("int64_t[]", values or [0])
+    ctx.param = param_arr
+    ctx.group = group._group if group and group.opened else ffi.NULL
+    ctx.out = out
+    sim_handle = None
+    if sim is not None:
+        from . import _sim  # the simulator is only loaded where a run asks for it
+
+        if not w.has_sim:
+            raise BadInput(f"{name} has no simulated variant")
+        sim_handle = _sim.Simulator(sim)
+        ctx.sim = sim_handle._ptr
+        rc = entry.run_sim(ctx)
+    else:
+        rc = entry.run(ctx)
+    if rc < 0:
+        note = ffi.string(out.note).decode() or "the workload failed"
+        raise OSError(-rc, f"{name}: {note}")
+    facts = Facts.read()
+    status = group.status if group else []
+    regions = []
+    for i in range(out.nregions):
+        r = out.region[i]
+        regions.append({"label": ffi.string(r.label).decode(),
+                        "metrics": _region_metrics(status, r, facts)})
+    values_out = [{"label": ffi.string(v.label).decode(), "name": ffi.string(v.name).decode(),
+                   "value": v.value, "unit": ffi.string(v.unit).decode(),
+                   "source": ffi.string(v.source).decode()} for v in out.value[0:out.nvalues]]
+    if group:
+        group.close()
+    result = {"regions": regions, "values": values_out, "text": ffi.string(out.text).decode(),
+              "overflow": bool(out.overflow)}
+    if sim_handle is not None:
+        result["sim"] = sim_handle.describe()
+    return result
+
+
+def _region_metrics(status, r, facts):
+    def counts(snap):
+        c = snap.counts
+        return Counts(c.time_enabled, c.time_running, tuple(c.value[0:len(status)]))
+
+    opened = any(s.opened for s in status)
+    counters = readings(status, counts(r.begin) if opened else None,
+                        counts(r.end) if opened else None, facts)
+    usage = _rusage.delta(_rusage.as_dict(r.begin.rusage), _rusage.as_dict(r.end.rusage))
+    add_fallbacks(counters, usage)
+    elapsed = (r.end.clock.tv_sec - r.begin.clock.tv_sec) + (
+        r.end.clock.tv_nsec - r.begin.clock.tv_nsec) / 1e9
+    all_readings = counters + rusage_readings(usage) + [Reading("elapsed", elapsed, "clock", "s")]
+    return {rd.name: rd.to_dict() for rd in all_readings}
