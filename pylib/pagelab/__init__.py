@@ -8,7 +8,7 @@ from ._doctor import doctor
 from ._errors import BadInput, BudgetExceeded, CounterUnavailable, PagelabError, UnknownEvent
 from ._events import DEFAULT_EVENTS, Event, event, events
 from ._results import Claim, Measured, Result
-from ._run import experiments, parameters, run, run_all
+from ._run import experiment_names, parameters, run, run_all
 from ._stat import stat
 from ._worker import Interrupted, WorkerDied, WorkerError, WorkerTimeout
 from ._version import __version__
@@ -17,5 +17,5 @@ __all__ = [
     "BadInput", "BudgetExceeded", "Claim", "CounterGroup", "CounterUnavailable", "DEFAULT_EVENTS",
     "Event", "Interrupted", "Measured", "Measurement", "PagelabError", "Reading", "Result",
     "UnknownEvent", "WorkerDied", "WorkerError", "WorkerTimeout", "__version__", "doctor",
-    "event", "events", "experiments", "measure", "parameters", "run", "run_all", "stat",
+    "event", "events", "experiment_names", "measure", "parameters", "run", "run_all", "stat",
 ]

@@ -59,7 +59,7 @@ def _run(args):
     from ._version import __version__
 
     if args.list:
-        for name in runner.experiments():
+        for name in runner.experiment_names():
             print(name)
             for p in runner.parameters(name).values():
                 print(f"    {p.describe()}")

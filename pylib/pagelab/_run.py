@@ -14,7 +14,7 @@ from ._results import Measured, Result
 MIB = 1 << 20
 
 
-def experiments():
+def experiment_names():
     """The experiment names, in chapter order (from the C workload table)."""
     return list(_workloads.WORKLOADS)
 
@@ -100,7 +100,7 @@ def run(name, *, sim=False, timeout=None, progress=_print_progress, **params):
 def run_all(progress=_print_progress):
     """Every experiment with its default (small) parameters."""
     results = []
-    for name in experiments():
+    for name in experiment_names():
         if progress:
             progress(f"running {name}")
         results.append(run(name, progress=progress))

@@ -187,14 +187,12 @@ def _main():
 
 
 def selftest(mode, seconds=0.0, mib=0):
-    """Tiny tasks that exercise the worker itself (used by the tests): echo, sleep, allocate,
-    crash with SIGSEGV, or fail."""
-    if mode == "sleep":
-        progress("sleeping")
-        time.sleep(seconds)
-    elif mode == "allocate":
+    """Tiny tasks that exercise the worker itself (used by the tests): echo, hold memory for a
+    while, crash with SIGSEGV, or fail."""
+    if mode == "hold":
         block = bytearray(mib << 20)  # zero-filled: really touches the memory
-        return len(block) >> 20
+        progress(f"holding {len(block) >> 20} MiB in pid {os.getpid()}")
+        time.sleep(seconds)
     elif mode == "segv":
         os.kill(os.getpid(), signal.SIGSEGV)
     elif mode == "fail":
@@ -203,4 +201,8 @@ def selftest(mode, seconds=0.0, mib=0):
 
 
 if __name__ == "__main__":
-    _main()
+    # run as `python -m`, this file is __main__; tasks import pagelab._worker, whose globals
+    # (the result pipe) must be the ones set up here
+    from pagelab._worker import _main as main
+
+    main()
