@@ -4,6 +4,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pl_counters.h"
@@ -234,4 +235,18 @@ void pl_group_close(struct pl_group *g)
         g->fd[g->leader] = -1;
     }
     g->leader = -1;
+}
+
+int64_t pl_group_read_loop(const struct pl_group *g, int64_t n)
+{
+    struct pl_counts c;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int64_t i = 0; i < n; i++) {
+        int rc = pl_group_read(g, &c);
+        if (rc)
+            return rc;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
 }

@@ -47,5 +47,7 @@ int pl_group_disable(const struct pl_group *g); /* 0 or -errno */
 /* Read every opened event; rdpmc when the mmap pages allow, else read(2). 0 or -errno. */
 int pl_group_read(const struct pl_group *g, struct pl_counts *c);
 void pl_group_close(struct pl_group *g);
+/* For benchmarks: n reads back to back in C; returns the total ns (CLOCK_MONOTONIC), or -errno. */
+int64_t pl_group_read_loop(const struct pl_group *g, int64_t n);
 
 #endif
