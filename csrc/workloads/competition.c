@@ -94,11 +94,14 @@ static int memory_only_fs(long type)
     return type == TMPFS_MAGIC || type == RAMFS_MAGIC;
 }
 
-static int open_nameless(const char *dir)
+/* A file without a name in dir; *named says whether it had one for a moment (no O_TMPFILE). */
+static int open_nameless(const char *dir, int *named)
 {
+    *named = 0;
     int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
         return fd;
+    *named = 1;
     /* no O_TMPFILE on this filesystem: a named file, unlinked at once */
     char path[4096];
     snprintf(path, sizeof path, "%s/pagelab-competition-XXXXXX", dir);
@@ -135,7 +138,8 @@ static int open_scratch(struct pl_ctx *c, struct victim *v)
     char fallback_dir[PATH_MAX] = "";
     long fallback_type = 0;
     for (int i = 0; i < n; i++) {
-        int fd = open_nameless(dirs[i]);
+        int named;
+        int fd = open_nameless(dirs[i], &named);
         struct statfs sf;
         if (fd < 0 || fstatfs(fd, &sf) != 0) {
             err = errno;
@@ -156,6 +160,7 @@ static int open_scratch(struct pl_ctx *c, struct victim *v)
         if (fallback >= 0)
             close(fallback);
         v->fd = fd;
+        say(c->out, "file_how=%s\n", named ? "unlinked" : "O_TMPFILE");
         char dir[PATH_MAX];
         say(c->out, "file_dir=%s\nfile_fs_type=0x%lx\nfile_block_backed=1\n", where(dirs[i], dir),
             (long)sf.f_type);

@@ -2,8 +2,9 @@
 leaves memory to spare takes none of them.
 
 The C workload (csrc/workloads/competition.c) reports, besides regions and values, key=value
-lines in its text: page_size, file_dir, file_fs_type, file_block_backed (1 when the file lives
-on a disk-backed filesystem), file_dev (major:minor), evict_path (MADV_PAGEOUT or fadvise),
+lines in its text: page_size, file_dir, file_how (O_TMPFILE or unlinked), file_fs_type,
+file_block_backed (1 when the file lives on a disk-backed filesystem), file_skipped (memory-only
+directories passed over), file_dev (major:minor), evict_path (MADV_PAGEOUT or fadvise),
 evict_pageout_errno (when MADV_PAGEOUT failed and the fallback ran), anon_pageout_errno.
 
 Residency comes from mincore(2), a kernel query outside perf: it is filed under the source
@@ -226,7 +227,9 @@ def _notes(by, f, p, swap):
     notes = []
     where = f"{f.get('file_dir')} on {_fs(f)}"
     if f.get("file_block_backed") == "1":
-        notes.append(f"The victim's file is unnamed (O_TMPFILE, freed when closed) in {where}. "
+        how = ("O_TMPFILE" if f.get("file_how") == "O_TMPFILE"
+               else "created with a name and unlinked at once: no O_TMPFILE here")
+        notes.append(f"The victim's file is unnamed ({how}; freed when closed) in {where}. "
                      "mincore tells the truth about it because the victim created it: for files "
                      "the caller could not write, mincore reports every page resident.")
     else:
