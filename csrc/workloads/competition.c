@@ -451,7 +451,8 @@ static int start_competitor(struct pl_ctx *c, struct rival *k, size_t len, size_
     return 0;
 }
 
-/* Stop and reap the competitor; kill it if it does not answer. */
+/* Stop and reap the competitor; kill it if it does not answer. A dead competitor makes the
+ * write fail with EPIPE (workers run under Python, which ignores SIGPIPE). */
 static int stop_competitor(struct rival *k, struct report *final)
 {
     int rc = write(k->cmd, "s", 1) == 1 ? 0 : -errno;
