@@ -103,6 +103,15 @@ def mem_available(root="/"):
     return int(m.group(1)) * 1024 if m else None
 
 
+def swap_total(root="/"):
+    """Bytes of swap configured in /proc/swaps (0: none), or None if it cannot be read."""
+    text = _read(root, "proc/swaps")
+    if text is None:
+        return None
+    # header line, then: Filename Type Size(KiB) Used Priority
+    return sum(int(line.split()[2]) * 1024 for line in text.splitlines()[1:] if line.strip())
+
+
 def cgroup_memory_limit(root="/"):
     """The tightest memory limit of this process's cgroup and its ancestors (v2 or v1), in bytes.
 

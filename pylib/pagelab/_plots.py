@@ -54,3 +54,38 @@ def side_by_side(title, *panels):
         fig.update_yaxes(title_text=p.y_title, type="log" if p.log_y else None, row=1, col=col)
     fig.update_layout(title=title, height=420, template="plotly_white", showlegend=True)
     return fig
+
+
+def grouped_bars(title, labels, series, log=False, y_title=""):
+    """Bars side by side per label; series: name -> list of Readings (one per label). Each bar
+    is annotated with its value and source."""
+    import plotly.graph_objects as go
+
+    traces = []
+    for name, readings in series.items():
+        ys, sources = _values(readings)
+        text = [f"{y:,.0f} ({s})" if y is not None else s for y, s in zip(ys, sources)]
+        traces.append(go.Bar(x=labels, y=ys, name=name, text=text, textposition="outside",
+                             customdata=sources,
+                             hovertemplate=f"{name} %{{x}}: %{{y:.4g}} (%{{customdata}})"
+                                           "<extra></extra>"))
+    return Panel(title, traces, "", y_title or title, log_y=log)
+
+
+def grid(title, panels, cols=2):
+    """Panels in rows of ``cols``, for figures with more panels than fit side by side."""
+    from plotly.subplots import make_subplots
+
+    rows = -(-len(panels) // cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[p.title for p in panels])
+    for i, p in enumerate(panels):
+        row, col = divmod(i, cols)
+        for t in p.traces:
+            fig.add_trace(t, row=row + 1, col=col + 1)
+        fig.update_xaxes(title_text=p.x_title, type="log" if p.log_x else None,
+                         row=row + 1, col=col + 1)
+        fig.update_yaxes(title_text=p.y_title, type="log" if p.log_y else None,
+                         row=row + 1, col=col + 1)
+    fig.update_layout(title=title, height=380 * rows, template="plotly_white", showlegend=True,
+                      barmode="group")
+    return fig

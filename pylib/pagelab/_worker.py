@@ -95,8 +95,13 @@ def call(target, args, *, timeout=DEFAULT_TIMEOUT, address_space=None, what=None
 
 
 def _collect(proc, read_fd, timeout, output, messages, on_progress, what):
+    # closed on every exit: a timeout's traceback would otherwise keep the epoll fd alive
+    with selectors.DefaultSelector() as sel:
+        _pump(sel, proc, read_fd, timeout, output, messages, on_progress, what)
+
+
+def _pump(sel, proc, read_fd, timeout, output, messages, on_progress, what):
     deadline = time.monotonic() + timeout
-    sel = selectors.DefaultSelector()
     sel.register(read_fd, selectors.EVENT_READ, "result")
     sel.register(proc.stdout, selectors.EVENT_READ, "output")
     buffers = {"result": b"", "output": b""}
