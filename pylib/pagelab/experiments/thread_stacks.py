@@ -10,9 +10,11 @@ import errno
 import os
 import platform
 
+from .. import _environment as env
 from .._counters import Reading
-from .._errors import BadInput, PagelabError
+from .._errors import BadInput, BudgetExceeded, PagelabError
 from .._results import Claim
+from .._worker import ADDRESS_SPACE_SLACK
 from ._common import MIB, ratio_text
 
 TIMEOUT = 120
@@ -78,7 +80,23 @@ def memory(p):
     # stack of both kinds at once. The phases do not overlap.
     window = GIB + 2 * p["chunk_kb"] * 1024
     stacks = 2 * p["threads"] * p["stack_kb"] * 1024
+    _fits_address_space(window, stacks, tables)
     return resident, max(window, stacks) + tables
+
+
+def _fits_address_space(window, stacks, tables):
+    """The address space is this experiment's real cost: refuse up front what RLIMIT_AS forbids,
+    rather than let a limit pass for a full window halfway through."""
+    limit = env.rlimit_as()
+    extra = tables + ADDRESS_SPACE_SLACK
+    if limit is None or max(window, stacks) + extra <= limit:
+        return
+    if window + extra > limit:
+        need, what = window + extra, "the MAP_32BIT window alone"
+    else:
+        need, what = stacks + extra, "the thread stacks (choose fewer threads or a smaller stack_kb)"
+    raise BudgetExceeded(f"thread-stacks needs {need / GIB:.1f} GiB of address space for {what}, "
+                         f"but RLIMIT_AS is {limit / GIB:.1f} GiB")
 
 
 def run(ctx):
