@@ -184,3 +184,19 @@ def test_blocked_profile_still_evaluates_every_claim(tools_dir, pagelab_cmd):
     pf = fill["page-faults"]
     assert pf["value"] is None and "seccomp" in pf["reason"]
     assert pf["fallback"]["source"] == "rusage" and pf["fallback"]["value"] < 16
+
+
+@needs_x86
+def test_a_process_limit_is_not_mistaken_for_a_full_window():
+    """When RLIMIT_AS (not the window) stops the fill, the result says so: the ENOMEM claim fails
+    with that reason and nothing is timed in a window that never filled."""
+    p = validate("thread-stacks", {"threads": 16, "calls": 16})
+    # address_space=0: the worker's RLIMIT_AS is its own size plus the 512 MiB slack, < 1 GiB
+    res = ts.run(Context("thread-stacks", p, False, 60, None, 0, environment={}))
+    enomem = res.claim("map32bit-full-enomem")
+    assert enomem.holds is False and "process-wide limit" in enomem.evidence
+    assert res.claim("map32bit-holds-1gib").holds is False
+    for cid in ("failing-call-not-linear", "retry-two-syscalls"):
+        c = res.claim(cid)
+        assert c.holds is None and "process-wide limit" in c.reason, str(c)
+    assert res["window fill"]["bytes"].value < GIB - 32 * MIB

@@ -34,7 +34,8 @@ NOT_LINEAR_FRACTION = 0.25
 # from the fixed cost of descending the VMA tree (a few cache misses: hundreds of ns).
 MIN_VMAS = 4096
 # The retry is two calls, one of which fails before allocating anything: <= 2 plain mmaps; 3x
-# leaves room for noise, while 2008's linear search over thousands of mappings cost 10x and more.
+# leaves room for noise, while a linear walk over the default ~16,000 mappings would add >= 16 us,
+# several plain mmaps more.
 RETRY_MAX_RATIO = 3.0
 # After the window is full a 2003-style create makes one failing mmap more than a MAP_STACK one,
 # next to the >= 4 syscalls both make (mmap, mprotect, clone, futex): 1.5x is generous for that;
@@ -94,7 +95,8 @@ def _fits_address_space(window, stacks, tables):
     if window + extra > limit:
         need, what = window + extra, "the MAP_32BIT window alone"
     else:
-        need, what = stacks + extra, "the thread stacks (choose fewer threads or a smaller stack_kb)"
+        need = stacks + extra
+        what = "the thread stacks (choose fewer threads or a smaller stack_kb)"
     raise BudgetExceeded(f"thread-stacks needs {need / GIB:.1f} GiB of address space for {what}, "
                          f"but RLIMIT_AS is {limit / GIB:.1f} GiB")
 
@@ -109,9 +111,10 @@ def run(ctx):
         return ctx.result(measured, [Claim(i, t, None, reason=why) for i, t in TEXTS.items()],
                           [why], figure=figure)
     fill.add(Reading("MiB", fill["bytes"].value / MIB, fill["bytes"].source, "MiB"))
+    unfilled = _unfilled(fill)
     claims = [_window(fill, p), _capacity(fill), _enomem(fill),
-              _not_linear(by.get("full window"), by.get("one-mapping window")),
-              _retry(by.get("full window")), _no_cliff(by, p)]
+              _not_linear(by.get("full window"), by.get("one-mapping window"), unfilled),
+              _retry(by.get("full window"), unfilled), _no_cliff(by)]
     order = ["window fill", "full window", "one-mapping window", "thread creates",
              "threads: MAP_32BIT first", "threads: MAP_STACK", "fill series", "failing series"]
     measured = [by[label] for label in order if label in by]
@@ -163,9 +166,12 @@ def _capacity(fill):
                       f"MAP_32BIT gave out {got / MIB:,.0f} MiB without failing: more than the "
                       "window holds, so the flag is not confining mappings here")
     holds = GIB - BASE_RANDOM - chunk < got <= GIB
-    why = "" if holds or chunk % HUGE_PAGE else (
-        "; mappings of a 2 MiB multiple are aligned for transparent huge pages, which leaves "
-        "holes between them (see the notes)")
+    why = ""
+    if not fill["plain_after_fail"].value:
+        why = "; a process-wide limit, not the window, stopped the fill"
+    elif not holds and chunk % HUGE_PAGE == 0:
+        why = ("; mappings of a 2 MiB multiple are aligned for transparent huge pages, which "
+               "leaves holes between them (see the notes)")
     return _claim("map32bit-holds-1gib", holds,
                   f"{got / MIB:,.1f} MiB in {int(fill['mappings'].value):,} mappings of "
                   f"{_size(chunk)} before the first failure (1 GiB = 1,024 MiB){why}")
@@ -185,10 +191,18 @@ def _enomem(fill):
                      "limit (vm.max_map_count, RLIMIT_AS), not the window, stopped it"))
 
 
-def _not_linear(full, one):
+def _unfilled(fill):
+    """Why no full window was timed (the C workload times only a window MAP_32BIT filled)."""
+    if not fill["errno"].value:
+        return "MAP_32BIT never failed, so there was no full window to time calls in"
+    return ("a plain mmap failed right after MAP_32BIT did: a process-wide limit, not the "
+            "window, stopped the fill, so no full window was timed")
+
+
+def _not_linear(full, one, unfilled):
     cid = "failing-call-not-linear"
     if full is None:
-        return _claim(cid, None, reason="the window never filled, so no call failed in it")
+        return _claim(cid, None, reason=unfilled)
     if one is None or "fail_ns" not in one.metrics:
         e = int(one["errno"].value) if one is not None and "errno" in one.metrics else 0
         return _claim(cid, None, reason="the span of the full window could not be held by one "
@@ -207,10 +221,10 @@ def _not_linear(full, one):
                   f">= {LINEAR_NS_PER_VMA:g} ns per mapping (threshold {bound:g})")
 
 
-def _retry(full):
+def _retry(full, unfilled):
     cid = "retry-two-syscalls"
     if full is None:
-        return _claim(cid, None, reason="the window never filled, so nothing was retried")
+        return _claim(cid, None, reason=unfilled)
     retry, plain, fail = (full[k].value for k in ("retry_ns", "plain_ns", "fail_ns"))
     ratio = retry / plain
     return _claim(cid, ratio <= RETRY_MAX_RATIO,
@@ -219,7 +233,7 @@ def _retry(full):
                   f"{RETRY_MAX_RATIO:g}x)")
 
 
-def _no_cliff(by, p):
+def _no_cliff(by):
     cid = "thread-create-no-cliff"
     threads = by.get("thread creates")
     old, new = by.get("threads: MAP_32BIT first"), by.get("threads: MAP_STACK")
@@ -261,9 +275,9 @@ def _notes(by, p):
     if old is not None and old["stacks_in_window"].value:
         n, stack = int(old["stacks_in_window"].value), p["stack_kb"] * 1024
         per = old["window_span"].value / n
-        full = " and then it was full" if threads["full_at"].value >= 0 else ""
+        then = " and then it was full" if threads["full_at"].value >= 0 else ""
         notes.append(f"{n} 2003-style stacks of {_size(stack)} went into the window "
-                     f"({n * stack / MIB:,.0f} MiB){full}; each took {per / MIB:.2f} MiB of it")
+                     f"({n * stack / MIB:,.0f} MiB){then}; each took {per / MIB:.2f} MiB of it")
         if stack % HUGE_PAGE == 0:
             notes.append(_holes("stack", stack, per))
     if threads is not None and "failed_at" in threads.metrics:
