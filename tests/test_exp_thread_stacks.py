@@ -1,7 +1,9 @@
 """thread-stacks: the MAP_32BIT window, the failing call and the 2003 retry, thread stacks."""
 
 import errno
+import gc
 import json
+import os
 import platform
 import resource
 import subprocess
@@ -79,12 +81,13 @@ def test_timings_are_clock_medians_of_the_requested_calls(result):
 
 @needs_x86
 def test_thread_phase_counts_add_up(result):
-    """Every thread is created; 2003-style stacks fill the window until full_at, MAP_STACK never."""
+    """Every thread is created; 2003-style stacks fill the window, MAP_STACK ones never enter it.
+    A few may still land there after the first retry: the search base is random per call."""
     old, new = result["threads: MAP_32BIT first"], result["threads: MAP_STACK"]
     full_at = result["thread creates"]["full_at"].value
     assert old["created"].value == new["created"].value == SMALL["threads"]
     assert new["stacks_in_window"].value == 0
-    assert 0 < full_at == old["stacks_in_window"].value <= GIB // (8 * MIB)
+    assert 0 < full_at <= old["stacks_in_window"].value <= GIB // (8 * MIB)
     assert "failed_at" not in result["thread creates"].metrics
     for m in (old, new):
         us = [r for name, r in m.metrics.items() if name.startswith("us@")]
@@ -200,3 +203,17 @@ def test_a_process_limit_is_not_mistaken_for_a_full_window():
         c = res.claim(cid)
         assert c.holds is None and "process-wide limit" in c.reason, str(c)
     assert res["window fill"]["bytes"].value < GIB - 32 * MIB
+
+
+@needs_x86
+def test_an_in_process_run_leaves_no_descriptor_behind():
+    """A run from this process closes everything it opened at once, not when the cycle collector
+    gets round to it (the worker's selector once kept an epoll fd until then)."""
+    before = set(os.listdir("/proc/self/fd"))
+    gc.disable()
+    try:
+        pagelab.run("thread-stacks", progress=None, threads=16, calls=16)
+        after = set(os.listdir("/proc/self/fd"))
+    finally:
+        gc.enable()
+    assert after == before
