@@ -7,5 +7,6 @@
 extern const struct pl_workload pl_wl_first_touch;
 extern const struct pl_workload pl_wl_vsyscall;
 extern const struct pl_workload pl_wl_competition;
+extern const struct pl_workload pl_wl_thread_stacks;
 
 #endif

@@ -100,7 +100,7 @@ static int huge(struct pl_ctx *c, size_t len)
     char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
     if (madvise(p, len, MADV_HUGEPAGE) != 0) {
         /* no THP in this kernel: say so instead of measuring 4 KiB pages under a huge label */
-        pl_out_value(c->out, "huge pages", "madvise_errno", errno, "", "clock");
+        pl_out_value(c->out, "huge pages", "madvise_errno", errno, "", "rusage");
     } else {
         measure_touch(c, "huge pages", p, len);
     }

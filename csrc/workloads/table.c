@@ -5,6 +5,7 @@ const struct pl_workload *const pl_workload_table[] = {
     &pl_wl_vsyscall,
     &pl_wl_first_touch,
     &pl_wl_competition,
+    &pl_wl_thread_stacks,
 };
 
 const int pl_workload_count = (int)(sizeof pl_workload_table / sizeof pl_workload_table[0]);

@@ -82,7 +82,7 @@ static int run(struct pl_ctx *c)
     if (sigsetjmp(jb, 1) == 0)
         loop(c, "vsyscall", via_vsyscall, calls);
     else
-        pl_out_value(c->out, "vsyscall", "sigsegv", 1, "", "clock");
+        pl_out_value(c->out, "vsyscall", "sigsegv", 1, "", "rusage");
     vsyscall_guard = NULL;
     sigaction(SIGSEGV, &old, NULL);
     return 0;

@@ -89,3 +89,17 @@ def grid(title, panels, cols=2):
     fig.update_layout(title=title, height=380 * rows, template="plotly_white", showlegend=True,
                       barmode="group")
     return fig
+
+
+def points(title, series, x_title, log_y=False, y_title=""):
+    """Series that each have their own x: name -> (xs, readings, mode), mode a plotly Scatter
+    mode such as "lines+markers" or "markers"."""
+    import plotly.graph_objects as go
+
+    traces = []
+    for name, (xs, readings, mode) in series.items():
+        ys, sources = _values(readings)
+        label = f"{name} ({', '.join(sorted(set(sources)))})" if sources else name
+        traces.append(go.Scatter(x=xs, y=ys, mode=mode, name=label, customdata=sources,
+                                 hovertemplate="%{x}: %{y:.4g} (%{customdata})<extra></extra>"))
+    return Panel(title, traces, x_title, y_title or title, log_y=log_y)
