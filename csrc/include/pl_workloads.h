@@ -4,7 +4,9 @@
 
 #include "pl_workload.h"
 
+extern const struct pl_workload pl_wl_maps;
 extern const struct pl_workload pl_wl_first_touch;
 extern const struct pl_workload pl_wl_vsyscall;
+extern const struct pl_workload pl_wl_mmap_modes;
 
 #endif
