@@ -21,11 +21,13 @@
 #define PAGE 4096u              /* base page: the unit a fault maps and a write dirties */
 #define FILL_CHUNK (1u << 20)   /* the file is written in 1 MiB pwrite()s */
 
-enum { P_SIZE_MB, NPARAMS };
+enum { P_SIZE_MB, P_STRIDE, NPARAMS };
 
 static const struct pl_param params[NPARAMS] = {
     {"size_mb", 32, 1, 1 << 16, "MiB", NULL,
      "size of each mapping (and of the file, which needs as much free disk)"},
+    {"stride_pages", 1, 1, 4096, "pages", NULL,
+     "the write pass stores one byte every stride_pages pages (1: every page)"},
 };
 
 enum mode { ANON, PRIVATE, SHARED };
@@ -94,13 +96,14 @@ static long drop_cache(int fd, size_t len)
     return cached;
 }
 
-static void write_pass(volatile char *p, size_t len)
+static void write_pass(volatile char *p, size_t len, size_t stride)
 {
-    for (size_t off = 0; off < len; off += PAGE)
-        p[off] = (char)(off / PAGE); /* one store dirties the whole page */
+    for (size_t off = 0; off < len; off += stride)
+        p[off] = (char)(off / PAGE); /* one store dirties the whole page (or folio) */
 }
 
-static int variant(struct pl_ctx *c, enum mode m, int populate, int fd, size_t len)
+static int variant(struct pl_ctx *c, enum mode m, int populate, int fd, size_t len,
+                   size_t stride)
 {
     char name[PL_LABEL_MAX], label[PL_LABEL_MAX];
     snprintf(name, sizeof name, "%s%s", mode_name[m], populate ? "+populate" : "");
@@ -125,7 +128,7 @@ static int variant(struct pl_ctx *c, enum mode m, int populate, int fd, size_t l
     pl_out_region(c->out, label, &r);
 
     PL_REGION_BEGIN(&r);
-    write_pass(p, len);
+    write_pass(p, len, stride);
     PL_REGION_END(&r);
     snprintf(label, sizeof label, "%s: write", name);
     pl_out_region(c->out, label, &r);
@@ -153,6 +156,7 @@ static int variant(struct pl_ctx *c, enum mode m, int populate, int fd, size_t l
 static int run(struct pl_ctx *c)
 {
     size_t len = (size_t)c->param[P_SIZE_MB] << 20;
+    size_t stride = (size_t)c->param[P_STRIDE] * PAGE;
     /* 4 KiB pages in every mode, whatever the THP setting: this worker only (EINVAL: no THP) */
     if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0 && errno != EINVAL)
         return pl_out_fail(c->out, -errno, "prctl(PR_SET_THP_DISABLE) failed");
@@ -162,7 +166,7 @@ static int run(struct pl_ctx *c)
     int rc = 0;
     for (int m = ANON; m <= SHARED && !rc; m++)
         for (int populate = 0; populate <= 1 && !rc; populate++)
-            rc = variant(c, (enum mode)m, populate, fd, len);
+            rc = variant(c, (enum mode)m, populate, fd, len, stride);
     close(fd);
     return rc;
 }

@@ -66,7 +66,7 @@ class Region:
 def _size(n):
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
-            return f"{n:g} {unit}"
+            return f"{n:.4g} {unit}"
         n /= 1024
 
 

@@ -43,6 +43,23 @@ def lines(title, x, series, x_title, log_x=False, log_y=False, y_title=""):
     return Panel(title, traces, x_title, y_title or title, log_x, log_y)
 
 
+def grouped_bars(title, labels, series, legend=True, y_title=""):
+    """series: name -> list of Readings (one per label), drawn side by side in each group.
+    Series keep their colour from panel to panel, so one legend serves several panels."""
+    import plotly.graph_objects as go
+    from plotly.colors import qualitative
+
+    traces = []
+    for i, (name, readings) in enumerate(series.items()):
+        ys, sources = _values(readings)
+        traces.append(go.Bar(x=labels, y=ys, name=name, legendgroup=name, showlegend=legend,
+                             marker_color=qualitative.Plotly[i % len(qualitative.Plotly)],
+                             customdata=sources,
+                             hovertemplate=f"{name}, %{{x}}: %{{y:.4g}} (%{{customdata}})"
+                                           "<extra></extra>"))
+    return Panel(title, traces, "", y_title or title)
+
+
 def side_by_side(title, *panels):
     from plotly.subplots import make_subplots
 
@@ -71,7 +88,7 @@ def _blocks(regions):
 def _human(n):
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
         if n < 1024 or unit == "EiB":
-            return f"{n:.3g} {unit}"
+            return f"{n:.4g} {unit}"
         n /= 1024
 
 

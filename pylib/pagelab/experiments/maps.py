@@ -12,7 +12,7 @@ from .._results import Claim, Measured
 from ._common import MIB
 
 TIMEOUT = 60
-RUNS = 2  # two fresh processes: enough to see what moves (a chance repeat is ~2**-28 or less)
+RUNS = 2  # two fresh processes show what moves; a chance repeat is <= 2**-13 (brk: 32 MiB range)
 SMALL_BLOCK, LARGE_BLOCK = 4096, MIB  # the C workload's two malloc blocks
 THREAD_STACK = 8 * MIB  # glibc's default pthread stack (RLIMIT_STACK), reserved per thread
 VSYSCALL_BASE = 0xFFFFFFFFFF600000  # fixed by the x86-64 ABI, the same in every process
