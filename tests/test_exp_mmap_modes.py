@@ -137,10 +137,12 @@ def test_filesystem_type_reads_mountinfo(tmp_path):
     (tmp_path / "proc/self/mountinfo").write_text(
         "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
         "30 22 0:26 / /dev/shm rw - tmpfs tmpfs rw\n"
-        "31 22 0:27 / /mnt/my\\040disk rw - xfs /dev/vdb rw\n")
+        "31 22 0:27 / /mnt/my\\040disk rw - xfs /dev/vdb rw\n"
+        "32 22 0:28 / /mnt/daten-\u00fc rw - btrfs /dev/vdc rw\n", encoding="utf-8")
     assert exp.filesystem_type("/dev/shm/x", root=tmp_path) == "tmpfs"
     assert exp.filesystem_type("/mnt/my disk/f", root=tmp_path) == "xfs"
     assert exp.filesystem_type("/mnt/other", root=tmp_path) == "ext4"
+    assert exp.filesystem_type("/mnt/daten-\u00fc/f", root=tmp_path) == "btrfs"
     assert exp.filesystem_type("/", root=tmp_path / "nowhere") is None
 
 

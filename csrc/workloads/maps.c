@@ -136,7 +136,7 @@ static long copy_maps(struct pl_out *o, int *truncated)
     if (fd < 0)
         return -errno;
     size_t cap = sizeof o->text - TRAILER_RESERVE, n = 0;
-    ssize_t got;
+    ssize_t got = 0;
     while (n < cap && (got = read(fd, o->text + n, cap - n)) > 0)
         n += (size_t)got;
     int err = got < 0 ? -errno : 0;

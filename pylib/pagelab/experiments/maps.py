@@ -25,7 +25,8 @@ EXPECTED = {  # where each object the worker reports must live
     "anonymous mmap": "anon", "file mapping": "file", "program entry point": "text",
     "C library function": "lib", "extension function": "lib", "vdso": "vdso",
 }
-ASLR_KINDS = {"vdso": "[vdso]", "stack": "[stack]", "heap": "[heap]"}
+HEAP_LEVEL_1 = ("kernel.randomize_va_space=1 randomises the stack, vdso and mmap base but not "
+                "the brk heap (that needs 2)")
 
 
 def memory(p):
@@ -91,15 +92,16 @@ def run(ctx):
         runs.append(snapshot(raw["text"]))
     level = randomize_va_space()
     off = _aslr_off(level, runs[0].personality)
-    claims = [_vsyscall(runs)]
-    claims += [_moves(runs, kind, name, off) for kind, name in ASLR_KINDS.items()]
-    claims[-1:] = [_heap(runs, level, off, claims[-1])]
-    claims += [_libraries(runs, off), _program(runs, off), _objects(runs)]
+    heap_off = off or (HEAP_LEVEL_1 if level == 1 else None)
+    claims = [_vsyscall(runs), _moves(runs, "vdso", off), _moves(runs, "stack", off),
+              _moves(runs, "heap", heap_off), _libraries(runs, off), _program(runs, off),
+              _objects(runs)]
     notes = [f"{k}: {_movement(runs, k)}" for k in KINDS if any(r.kind(k) for r in runs)]
     notes.append("addresses come from /proc/PID/maps of each worker process (labelled rusage, "
                  "the /proc class of sources)")
     if any(r.truncated for r in runs):
-        notes.append("a map was longer than the 60 KiB kept and was cut at a whole line")
+        notes.append("a map was longer than the ~56 KiB the worker keeps and was cut at a whole "
+                     "line")
     return ctx.result(_measurements(runs), claims, notes, text=runs[0].text, summary=SUMMARY,
                       figure=functools.partial(figure, runs=runs))
 
@@ -158,7 +160,8 @@ def _vsyscall(runs):
     return Claim("vsyscall-fixed", text, holds, f"run 1, run 2: {shown} (/proc/PID/maps)")
 
 
-def _moves(runs, kind, name, off):
+def _moves(runs, kind, off):
+    name = f"[{kind}]"
     text = f"{name} moves between two fresh processes (ASLR)"
     cid = f"aslr-{kind}"
     if off:
@@ -167,14 +170,6 @@ def _moves(runs, kind, name, off):
     if None in bases:
         return Claim(cid, text, None, reason=f"a run has no {name} region")
     return Claim(cid, text, bases[0] != bases[1], f"{_bases(runs, kind)} (/proc/PID/maps)")
-
-
-def _heap(runs, level, off, claim):
-    if not off and level == 1:
-        return Claim(claim.id, claim.text, None,
-                     reason="kernel.randomize_va_space=1 randomises the stack, vdso and mmap "
-                            "base but not the brk heap (it needs 2)")
-    return claim
 
 
 def _libraries(runs, off):

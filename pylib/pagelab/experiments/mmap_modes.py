@@ -3,7 +3,9 @@ MAP_POPULATE, written and then msync'd: where each one takes its faults and its 
 
 import math
 import os
+import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from .._counters import Reading
@@ -11,7 +13,7 @@ from .._errors import BadInput
 from .._results import Claim
 from ._common import MIB, PAGE, unavailable
 
-TIMEOUT = 120
+TIMEOUT = 300  # the defaults take ~2 s; a multi-GiB file is read 4 times and written 3
 EVENTS = "page-faults,minor-faults,major-faults"
 MODES = ("anon", "private", "shared")
 VARIANTS = tuple(f"{m}{p}" for m in MODES for p in ("", "+populate"))
@@ -38,13 +40,13 @@ def memory(p):
 
 def _unescape(field):
     """mountinfo escapes space, tab, newline and backslash as \\ooo octal."""
-    return field.encode().decode("unicode_escape") if "\\" in field else field
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), field)
 
 
 def filesystem_type(path, root="/"):
     """The type of the filesystem holding ``path`` (from proc/self/mountinfo), or None."""
     try:
-        text = (Path(root) / "proc/self/mountinfo").read_text()
+        text = os.fsdecode((Path(root) / "proc/self/mountinfo").read_bytes())  # as paths are
     except OSError:
         return None
     real = os.path.realpath(path)
@@ -124,11 +126,14 @@ def run(ctx):
     return ctx.result(measured, claims, _notes(by, shape), summary=SUMMARY, figure=figure)
 
 
+@dataclass(frozen=True)
 class Shape:
     """What the run did: pages mapped, pages written, and where the file lived."""
 
-    def __init__(self, pages, written, fstype, directory):
-        self.pages, self.written, self.fstype, self.directory = pages, written, fstype, directory
+    pages: int
+    written: int
+    fstype: str | None
+    directory: str
 
     @property
     def on_disk(self):
