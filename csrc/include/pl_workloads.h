@@ -4,8 +4,10 @@
 
 #include "pl_workload.h"
 
+extern const struct pl_workload pl_wl_maps;
 extern const struct pl_workload pl_wl_first_touch;
 extern const struct pl_workload pl_wl_vsyscall;
+extern const struct pl_workload pl_wl_mmap_modes;
 extern const struct pl_workload pl_wl_competition;
 extern const struct pl_workload pl_wl_thread_stacks;
 

@@ -43,33 +43,27 @@ def lines(title, x, series, x_title, log_x=False, log_y=False, y_title=""):
     return Panel(title, traces, x_title, y_title or title, log_x, log_y)
 
 
-def side_by_side(title, *panels):
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p.title for p in panels])
-    for col, p in enumerate(panels, start=1):
-        for t in p.traces:
-            fig.add_trace(t, row=1, col=col)
-        fig.update_xaxes(title_text=p.x_title, type="log" if p.log_x else None, row=1, col=col)
-        fig.update_yaxes(title_text=p.y_title, type="log" if p.log_y else None, row=1, col=col)
-    fig.update_layout(title=title, height=420, template="plotly_white", showlegend=True)
-    return fig
-
-
-def grouped_bars(title, labels, series, log=False, y_title=""):
-    """Bars side by side per label; series: name -> list of Readings (one per label). Each bar
-    is annotated with its value and source."""
+def grouped_bars(title, labels, series, log=False, legend=True, y_title=""):
+    """series: name -> list of Readings (one per label), drawn side by side in each group and
+    annotated with value and source. Series keep their colour from panel to panel, so one
+    legend serves several panels."""
     import plotly.graph_objects as go
+    from plotly.colors import qualitative
 
     traces = []
-    for name, readings in series.items():
+    for i, (name, readings) in enumerate(series.items()):
         ys, sources = _values(readings)
         text = [f"{y:,.0f} ({s})" if y is not None else s for y, s in zip(ys, sources)]
-        traces.append(go.Bar(x=labels, y=ys, name=name, text=text, textposition="outside",
-                             customdata=sources,
-                             hovertemplate=f"{name} %{{x}}: %{{y:.4g}} (%{{customdata}})"
+        traces.append(go.Bar(x=labels, y=ys, name=name, legendgroup=name, showlegend=legend,
+                             marker_color=qualitative.Plotly[i % len(qualitative.Plotly)],
+                             text=text, textposition="outside", customdata=sources,
+                             hovertemplate=f"{name}, %{{x}}: %{{y:.4g}} (%{{customdata}})"
                                            "<extra></extra>"))
     return Panel(title, traces, "", y_title or title, log_y=log)
+
+
+def side_by_side(title, *panels):
+    return grid(title, panels, cols=len(panels))
 
 
 def grid(title, panels, cols=2):
@@ -86,7 +80,7 @@ def grid(title, panels, cols=2):
                          row=row + 1, col=col + 1)
         fig.update_yaxes(title_text=p.y_title, type="log" if p.log_y else None,
                          row=row + 1, col=col + 1)
-    fig.update_layout(title=title, height=380 * rows, template="plotly_white", showlegend=True,
+    fig.update_layout(title=title, height=420 * rows, template="plotly_white", showlegend=True,
                       barmode="group")
     return fig
 
@@ -103,3 +97,91 @@ def points(title, series, x_title, log_y=False, y_title=""):
         traces.append(go.Scatter(x=xs, y=ys, mode=mode, name=label, customdata=sources,
                                  hovertemplate="%{x}: %{y:.4g} (%{customdata})<extra></extra>"))
     return Panel(title, traces, x_title, y_title or title, log_y=log_y)
+def _blocks(regions):
+    """Adjacent regions of the same kind and file merged into blocks: (kind, name, start, end)."""
+    out = []
+    for r in regions:
+        last = out[-1] if out else None
+        if last and last[0] == r.kind and last[1] == r.name and last[3] == r.start:
+            out[-1] = (last[0], last[1], last[2], r.end)
+        else:
+            out.append((r.kind, r.name, r.start, r.end))
+    return out
+
+
+def _human(n):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024 or unit == "EiB":
+            return f"{n:.4g} {unit}"
+        n /= 1024
+
+
+def memory_map(title, columns, colors, marks=None, source="/proc/PID/maps, rusage"):
+    """Memory maps as stacked blocks, low addresses at the bottom (the textbook picture).
+
+    ``columns``: name -> parsed regions (objects with kind, name, start, end), one column each.
+    A block's height is log2 of its size in 4 KiB pages, plus one, so a one-page mapping and a
+    gigabyte both stay visible; unmapped gaps become breaks, labelled with their size when they
+    are 1 GiB or more. The largest block of each kind is labelled with its start address beside
+    the column. ``marks``: name -> {object name: address}, drawn as diamonds on their blocks.
+    """
+    import math
+
+    import plotly.graph_objects as go
+
+    gap, big_gap, px_per_unit, label_units = 0.6, 1 << 30, 5, 2.6
+    traces, annotations, points, tallest = {}, [], [], 0.0
+    for col, (cname, regions) in enumerate(columns.items()):
+        y, prev_end, placed, largest = 0.0, None, [], {}
+        for kind, name, start, end in _blocks(regions):
+            if prev_end is not None and start > prev_end:
+                step = gap * (4 if start - prev_end >= big_gap else 1)
+                if start - prev_end >= big_gap:
+                    annotations.append(dict(x=col, y=y + step / 2, showarrow=False,
+                                            text=f"{_human(start - prev_end)} unmapped",
+                                            font=dict(size=9, color="#777")))
+                y += step
+            height = math.log2(max(end - start, 4096) / 4096) + 1
+            t = traces.setdefault(kind, {"x": [], "y": [], "base": [], "hover": []})
+            t["x"].append(col)
+            t["y"].append(height)
+            t["base"].append(y)
+            t["hover"].append(f"{kind}: {name}<br>{start:x}-{end:x} ({_human(end - start)})"
+                              f"<br>source: {source}")
+            if end - start > largest.get(kind, (0,))[0]:
+                largest[kind] = (end - start, name, start, y + height / 2)
+            placed.append((start, end, y + height / 2))
+            y, prev_end = y + height, end
+        tallest = max(tallest, y)
+        left = col == 0  # labels outside the columns: left of the first, right of the others
+        kept = []  # label the biggest kinds first; skip a label that would overlap a kept one
+        for kind, (_, name, start, mid) in sorted(largest.items(), key=lambda kv: -kv[1][0]):
+            if any(abs(mid - k) < label_units for k in kept):
+                continue
+            kept.append(mid)
+            annotations.append(dict(x=col + (-0.3 if left else 0.3), y=mid, showarrow=False,
+                                    xanchor="right" if left else "left",
+                                    text=f"{name} {start:x}", font=dict(size=10)))
+        for oname, address in (marks or {}).get(cname, {}).items():
+            mid = next((m for s, e, m in placed if s <= address < e), None)
+            if mid is not None:
+                points.append((col + 0.22, mid, f"{oname}: {address:x}"))
+    fig = go.Figure()
+    for kind, t in traces.items():
+        fig.add_trace(go.Bar(x=t["x"], y=t["y"], base=t["base"], name=kind, width=0.5,
+                             marker=dict(color=colors.get(kind), line=dict(width=0.5,
+                                                                             color="white")),
+                             customdata=t["hover"], hovertemplate="%{customdata}<extra></extra>"))
+    if points:
+        xs, ys, texts = zip(*points)
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name="objects the process placed",
+                                 marker=dict(symbol="diamond", size=7, color="black"),
+                                 hovertext=texts, hoverinfo="text"))
+    fig.update_layout(title=title, barmode="overlay", template="plotly_white",
+                      height=int(max(500, min(1200, tallest * px_per_unit + 160))),
+                      annotations=annotations,
+                      xaxis=dict(tickvals=list(range(len(columns))), ticktext=list(columns),
+                                 range=[-1.1, len(columns) + 0.1], showgrid=False),
+                      yaxis=dict(title="address, low at the bottom (height ~ log size; gaps "
+                                       "shortened)", showticklabels=False, showgrid=False))
+    return fig
