@@ -6,5 +6,6 @@
 
 extern const struct pl_workload pl_wl_first_touch;
 extern const struct pl_workload pl_wl_vsyscall;
+extern const struct pl_workload pl_wl_ebizzy;
 
 #endif

@@ -4,6 +4,7 @@
 const struct pl_workload *const pl_workload_table[] = {
     &pl_wl_vsyscall,
     &pl_wl_first_touch,
+    &pl_wl_ebizzy,
 };
 
 const int pl_workload_count = (int)(sizeof pl_workload_table / sizeof pl_workload_table[0]);

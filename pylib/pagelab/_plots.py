@@ -30,6 +30,17 @@ def bars(title, labels, readings, log=False, name=None, y_title=""):
     return Panel(title, [trace], "", y_title or title, log_y=log)
 
 
+def hbars(title, labels, readings, name=None, x_title=""):
+    """Horizontal bars, largest at the top: for ranked lists with long labels (e.g. profiles)."""
+    import plotly.graph_objects as go
+
+    ys, sources = _values(readings)
+    trace = go.Bar(x=ys[::-1], y=labels[::-1], orientation="h", name=name or title,
+                   customdata=sources[::-1],
+                   hovertemplate="%{y}: %{x:.4g} (%{customdata})<extra></extra>")
+    return Panel(title, [trace], x_title or title, "")
+
+
 def lines(title, x, series, x_title, log_x=False, log_y=False, y_title=""):
     """series: name -> list of Readings (one per x)."""
     import plotly.graph_objects as go
