@@ -45,7 +45,7 @@ static const struct pl_param params[NPARAMS] = {
     {"threads", 2, 1, MAX_THREADS, "threads", NULL, "threads doing records at the same time"},
     {"buffer_kb", 1024, 4, 16384, "KiB", NULL,
      "the per-record buffer and the chunk copied into it (glibc mmaps >= 128 KiB by default)"},
-    {"records", 50, 1, 1000000, "records", NULL, "records per thread in each round"},
+    {"records", 50, 1, 100000, "records", NULL, "records per thread in each round"},
     {"rounds", 3, 1, 50, "rounds", NULL, "timed rounds per mode (records/s is their median)"},
     {"chunks", 8, 1, 1024, "chunks", NULL, "chunks in the shared source the records copy from"},
     {"ring_kb", 0, 0, 4096, "KiB", NULL,

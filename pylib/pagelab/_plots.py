@@ -65,3 +65,30 @@ def side_by_side(title, *panels):
         fig.update_yaxes(title_text=p.y_title, type="log" if p.log_y else None, row=1, col=col)
     fig.update_layout(title=title, height=420, template="plotly_white", showlegend=True)
     return fig
+
+
+def grid(title, *rows):
+    """Panels in rows, each row's panels sharing its width (a lone panel spans the whole row):
+    for panels whose labels need room, such as a profile under two bar charts."""
+    import math
+
+    from plotly.subplots import make_subplots
+
+    cols = math.lcm(*(len(r) for r in rows))
+    specs, titles = [], []
+    for r in rows:
+        span = cols // len(r)
+        specs.append([c for p in r for c in ({"colspan": span}, *[None] * (span - 1))])
+        titles += [p.title for p in r]
+    fig = make_subplots(rows=len(rows), cols=cols, specs=specs, subplot_titles=titles,
+                        vertical_spacing=0.15)
+    for i, r in enumerate(rows, start=1):
+        for j, p in enumerate(r):
+            col = 1 + j * (cols // len(r))
+            for t in p.traces:
+                fig.add_trace(t, row=i, col=col)
+            fig.update_xaxes(title_text=p.x_title, type="log" if p.log_x else None, row=i, col=col)
+            fig.update_yaxes(title_text=p.y_title, type="log" if p.log_y else None, row=i, col=col)
+    fig.update_layout(title=title, height=380 * len(rows), template="plotly_white",
+                      showlegend=True)
+    return fig

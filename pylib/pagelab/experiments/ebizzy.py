@@ -247,17 +247,15 @@ def _notes(by, storms, p):
 
 
 def figure(result):
-    from .._plots import bars, hbars, side_by_side
+    from .._plots import bars, grid, hbars
 
     modes = [m for m in result.measurements if "records_per_s" in m.metrics]
     sites = [m for m in result.measurements if "share" in m.metrics]
-    panels = [
-        bars("faults per record", [m.label for m in modes],
-             [m["faults_per_record"] for m in modes], log=True),
-        bars("records per second", [m.label for m in modes],
-             [m["records_per_s"] for m in modes]),
-    ]
-    if sites:
-        panels.append(hbars("where the faults happen (samples)", [s.label for s in sites],
-                            [s["samples"] for s in sites]))
-    return side_by_side("ebizzy: fresh buffers vs reused ones", *panels)
+    rows = [(bars("faults per record", [m.label for m in modes],
+                  [m["faults_per_record"] for m in modes], log=True),
+             bars("records per second", [m.label for m in modes],
+                  [m["records_per_s"] for m in modes]))]
+    if sites:  # the fault profile gets a row of its own: its labels are long
+        rows.append((hbars("where the faults happen (sampled faults per code location)",
+                           [s.label for s in sites], [s["samples"] for s in sites]),))
+    return grid("ebizzy: fresh buffers vs reused ones", *rows)
