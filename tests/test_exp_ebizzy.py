@@ -4,6 +4,7 @@ fault profile names the code that faults and accounts for every counted fault.""
 import ctypes
 import json
 import mmap
+import os
 import platform
 
 import pytest
@@ -27,6 +28,17 @@ def _sampling_allowed():
     if rc == 0:
         lib.pl_sampler_close(s)
     return rc
+
+
+# After the first round, reused buffers fault at most once more per thread: glibc creates a new
+# arena when more threads overlap than did before (thread arenas are reused, not shared).
+_ONE_BUFFER_PER_THREAD = SMALL["threads"] * (PAGES + 8)
+
+
+def _later_faults(m):
+    """Faults in the rounds after the first, from the measured rate."""
+    later_records = SMALL["threads"] * SMALL["records"] * (SMALL["rounds"] - 1)
+    return m["later_faults_per_record"].value * later_records
 
 
 @pytest.fixture(scope="module")
@@ -56,17 +68,22 @@ def test_fault_counts_are_what_the_buffers_explain(result):
     # malloc-fixed adds the chunk header's page: the header sits in front of the buffer
     assert PAGES <= result["malloc-fixed"]["faults_per_record"].value <= (PAGES + 1) * 1.02
     for mode in ("pool", "tuned"):
-        assert result[mode]["later_faults_per_record"].value < 0.1, mode
+        assert _later_faults(result[mode]) <= _ONE_BUFFER_PER_THREAD, mode
     # sw and rusage agree where both count the same user-space faults
     for mode in ("mmap", "pool"):
         m = result[mode]
         assert abs(m["page-faults"].value - m["minflt"].value) <= 0.01 * m["minflt"].value + 8
 
 
+PINNED = [k for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
+          if k in os.environ]
+
+
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the dynamic threshold is glibc's")
+@pytest.mark.skipif(bool(PINNED), reason=f"{PINNED} set: malloc's threshold may be pinned")
 def test_default_malloc_is_rescued_by_the_dynamic_threshold(result):
     """glibc's dynamic mmap threshold stops default malloc's storm after the first free."""
-    assert result["malloc"]["later_faults_per_record"].value < 0.1
+    assert _later_faults(result["malloc"]) <= _ONE_BUFFER_PER_THREAD
     assert any("dynamic mmap threshold" in n for n in result.notes)
 
 

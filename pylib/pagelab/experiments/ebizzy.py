@@ -1,6 +1,7 @@
 """ebizzy: short-lived per-record buffers from malloc, mmap, a pool or tuned malloc; how many
 page faults each record takes, what that costs, and which code takes them."""
 
+import os
 import statistics
 
 from .._counters import Reading
@@ -52,7 +53,7 @@ def run(ctx):
                                                 p["buffer_kb"] << 10 >= GLIBC_MMAP_THRESHOLD)]
     fixes = [f for f in FIXES if f in by]
     claims = [_fresh(by, storms, pages), _fewer(by, storms, fixes), _faster(by, storms, fixes)]
-    return ctx.result(measured + sites, claims, _notes(by, storms, p), text="\n".join(text),
+    return ctx.result(measured + sites, claims, _notes(by, storms), text="\n".join(text),
                       summary=SUMMARY, figure=figure)
 
 
@@ -150,7 +151,8 @@ def _fpr(by, mode):
     return by[mode]["faults_per_record"]
 
 
-def _missing(storms, fixes, by, need_fix=True):
+def _missing(by, fixes, need_fix=True):
+    """Why a claim comparing modes cannot be evaluated on the modes that ran, or None."""
     if "mmap" not in by:
         return f"needs the mmap mode (ran: {', '.join(by)}); run mode=all"
     if need_fix and not fixes:
@@ -160,11 +162,11 @@ def _missing(storms, fixes, by, need_fix=True):
 
 def _fresh(by, storms, pages):
     text = "fresh per-record buffers fault on every page of every record"
-    if why := _missing(storms, (), by, need_fix=False):
+    if why := _missing(by, (), need_fix=False):
         return Claim("fresh-buffers-fault", text, None, reason=why)
     if why := next(filter(None, (unavailable(_fpr(by, s)) for s in storms)), None):
         return Claim("fresh-buffers-fault", text, None, reason=why)
-    # every page of a fresh mapping faults once; 0.9 leaves room for nothing but rounding
+    # each page of a fresh mapping faults once per record: 0.9 x pages is the seed's bar
     holds = all(_fpr(by, s).best >= 0.9 * pages for s in storms)
     shown = ", ".join(f"{s} {_fpr(by, s).best:,.1f}" for s in storms)
     return Claim("fresh-buffers-fault", text, holds,
@@ -174,7 +176,7 @@ def _fresh(by, storms, pages):
 
 def _fewer(by, storms, fixes):
     text = "pooling or malloc tuning cuts page faults at least 10x (seed threshold)"
-    if why := _missing(storms, fixes, by):
+    if why := _missing(by, fixes):
         return Claim("fix-cuts-faults", text, None, reason=why)
     if why := next(filter(None, (unavailable(_fpr(by, s)) for s in storms + fixes)), None):
         return Claim("fix-cuts-faults", text, None, reason=why)
@@ -192,7 +194,7 @@ def _ratio(r):
 
 def _faster(by, storms, fixes):
     text = "and raises records/s over fresh buffers"
-    if why := _missing(storms, fixes, by):
+    if why := _missing(by, fixes):
         return Claim("fix-raises-throughput", text, None, reason=why)
 
     def rate(mode):
@@ -206,7 +208,7 @@ def _faster(by, storms, fixes):
                  f"median records/s: {shown} (clock); CPU us per record: {cpu} (rusage)")
 
 
-def _notes(by, storms, p):
+def _notes(by, storms):
     notes = ["transparent huge pages (and mTHP) are off in the workers (PR_SET_THP_DISABLE), "
              "so every fault maps one 4 KiB page"]
     if "malloc" in by and storms:
@@ -217,12 +219,16 @@ def _notes(by, storms, p):
             else ""
         if fpr is not None and base and fpr * 10 <= base:
             notes.append(
-                f"malloc with glibc's defaults took {fpr:,.3g} faults per record{steady}: the "
+                f"malloc (no mallopt) took {fpr:,.3g} faults per record{steady}: the "
                 "first free of an mmapped buffer raised glibc's dynamic mmap threshold above "
                 "the buffer size, so later buffers came from the thread's arena and were reused")
         elif fpr is not None:
-            notes.append(f"malloc with glibc's defaults took {fpr:,.3g} faults per record"
-                         f"{steady}: it kept handing buffers back to the kernel")
+            pinned = [k for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
+                                  "GLIBC_TUNABLES") if k in os.environ]
+            notes.append(f"malloc (no mallopt) took {fpr:,.3g} faults per record{steady}: "
+                         "it kept mapping fresh buffers"
+                         + (f" ({', '.join(pinned)} is set in the environment and may pin the "
+                            "threshold)" if pinned else ""))
     profiled = [m for m in by.values() if m["profile_samples"].value is not None]
     if not profiled:
         first = next(iter(by.values()))
