@@ -11,7 +11,7 @@ import pytest
 
 import pagelab
 from pagelab import _environment as env
-from pagelab import _native
+from pagelab import _native, _worker
 from pagelab._native import ffi, lib
 from pagelab.experiments import ebizzy
 
@@ -123,6 +123,24 @@ def test_lost_samples_are_counted():
     assert lost <= undelivered <= lost + pages
     assert samples + undelivered >= 5 * pages
     assert any("lost on a full ring" in n for n in r.notes)
+    top = next(s for s in r.measurements if s.label.startswith("mmap: "))
+    assert top.label.startswith("mmap: pl_ebizzy_copy+0x") and top["share"].value >= 90
+
+
+def test_ring_wrap_around_reads_whole_records():
+    """Records that straddle the end of the ring are read whole: their TIDs are this thread's."""
+    if err := _sampling_allowed():
+        pytest.skip(f"fault sampling unavailable here (errno {-err})")
+    # A one-page ring takes a 24-byte LOST record and 127 samples per 256-fault record, so
+    # each record starts 8 bytes earlier and sample bodies soon straddle the ring's end.
+    params = {k: v.default for k, v in pagelab.parameters("ebizzy").items()}
+    params.update(mode=3, buffer_kb=1024, records=6, rounds=1, threads=1, ring_kb=4)
+    assert pagelab.parameters("ebizzy")["mode"].choices[3] == "mmap"
+    raw = _worker.call("pagelab._workloads:execute", {"name": "ebizzy", "params": params})
+    prof = {v["name"]: v["value"] for v in raw["values"] if v["label"] == "profile"}
+    assert prof["lost"] > 0 and prof["samples"] > 0
+    assert prof["foreign"] == 0 and prof["kernel"] == 0
+    assert prof["samples"] + prof["lost"] <= prof["counted"]
 
 
 def test_native_sampler_names_and_counts():
