@@ -209,8 +209,8 @@ static int run_threads(struct pl_ctx *c, const struct ebizzy *e, struct slot *sl
                            n);
     for (int i = 0; i < n; i++)
         if (slots[i].err)
-            return pl_out_fail(c->out, slots[i].err, "taking or giving back a %zu KiB buffer failed",
-                               e->len >> 10);
+            return pl_out_fail(c->out, slots[i].err,
+                               "taking or giving back a %zu KiB buffer failed", e->len >> 10);
     return 0;
 }
 
