@@ -79,6 +79,46 @@ struct pl_region {
 void pl_region_begin(struct pl_region *r);
 void pl_region_end(struct pl_region *r);
 
+/* pl_sampling.h: page-fault sampling into a per-thread ring, aggregated by code address */
+#define PL_FAULT_SITES ...
+#define PL_FAULT_PAGES ...
+#define PL_SAMPLE_BYTES ...
+struct pl_fault_site {
+    uint64_t ip;
+    uint64_t samples;
+};
+struct pl_fault_profile {
+    uint64_t samples;
+    uint64_t lost;
+    uint64_t counted;
+    uint64_t unsited;
+    uint64_t foreign;
+    uint64_t kernel;
+    uint64_t pages;
+    int pages_full;
+    int kernel_excluded;
+    int nsites;
+    struct pl_fault_site site[...];
+    ...;
+};
+struct pl_sampler {
+    int fd;
+    int kernel_excluded;
+    size_t data_size;
+    const char *failed;
+    ...;
+};
+int pl_sampler_open(struct pl_sampler *s, size_t ring_bytes);
+int pl_sampler_enable(struct pl_sampler *s);
+int pl_sampler_disable(struct pl_sampler *s);
+int pl_sampler_drain(struct pl_sampler *s, struct pl_fault_profile *p);
+int pl_sampler_finish(struct pl_sampler *s, struct pl_fault_profile *p);
+void pl_sampler_close(struct pl_sampler *s);
+void pl_fault_profile_merge(struct pl_fault_profile *dst, const struct pl_fault_profile *src);
+void pl_fault_profile_sort(struct pl_fault_profile *p);
+int pl_fault_site_name(uint64_t ip, char *where, size_t where_cap, char *module,
+                       size_t module_cap);
+
 /* pl_spawn.h */
 pid_t pl_spawn_gated(const char *path, char *const argv[], int *gate, int *exec_status,
                      int stdout_fd);

@@ -10,5 +10,6 @@ extern const struct pl_workload pl_wl_vsyscall;
 extern const struct pl_workload pl_wl_mmap_modes;
 extern const struct pl_workload pl_wl_competition;
 extern const struct pl_workload pl_wl_thread_stacks;
+extern const struct pl_workload pl_wl_ebizzy;
 
 #endif

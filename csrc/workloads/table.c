@@ -8,6 +8,7 @@ const struct pl_workload *const pl_workload_table[] = {
     &pl_wl_mmap_modes,
     &pl_wl_competition,
     &pl_wl_thread_stacks,
+    &pl_wl_ebizzy,
 };
 
 const int pl_workload_count = (int)(sizeof pl_workload_table / sizeof pl_workload_table[0]);

@@ -30,6 +30,17 @@ def bars(title, labels, readings, log=False, name=None, y_title=""):
     return Panel(title, [trace], "", y_title or title, log_y=log)
 
 
+def hbars(title, labels, readings, name=None, x_title=""):
+    """Horizontal bars, largest at the top: for ranked lists with long labels (e.g. profiles)."""
+    import plotly.graph_objects as go
+
+    ys, sources = _values(readings)
+    trace = go.Bar(x=ys[::-1], y=labels[::-1], orientation="h", name=name or title,
+                   customdata=sources[::-1],
+                   hovertemplate="%{y}: %{x:.4g} (%{customdata})<extra></extra>")
+    return Panel(title, [trace], x_title or title, "")
+
+
 def lines(title, x, series, x_title, log_x=False, log_y=False, y_title=""):
     """series: name -> list of Readings (one per x)."""
     import plotly.graph_objects as go
@@ -63,26 +74,8 @@ def grouped_bars(title, labels, series, log=False, legend=True, y_title=""):
 
 
 def side_by_side(title, *panels):
-    return grid(title, panels, cols=len(panels))
-
-
-def grid(title, panels, cols=2):
-    """Panels in rows of ``cols``, for figures with more panels than fit side by side."""
-    from plotly.subplots import make_subplots
-
-    rows = -(-len(panels) // cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[p.title for p in panels])
-    for i, p in enumerate(panels):
-        row, col = divmod(i, cols)
-        for t in p.traces:
-            fig.add_trace(t, row=row + 1, col=col + 1)
-        fig.update_xaxes(title_text=p.x_title, type="log" if p.log_x else None,
-                         row=row + 1, col=col + 1)
-        fig.update_yaxes(title_text=p.y_title, type="log" if p.log_y else None,
-                         row=row + 1, col=col + 1)
-    fig.update_layout(title=title, height=420 * rows, template="plotly_white", showlegend=True,
-                      barmode="group")
-    return fig
+    """One row of panels."""
+    return grid(title, panels)
 
 
 def points(title, series, x_title, log_y=False, y_title=""):
@@ -184,4 +177,31 @@ def memory_map(title, columns, colors, marks=None, source="/proc/PID/maps, rusag
                                  range=[-1.1, len(columns) + 0.1], showgrid=False),
                       yaxis=dict(title="address, low at the bottom (height ~ log size; gaps "
                                        "shortened)", showticklabels=False, showgrid=False))
+    return fig
+
+
+def grid(title, *rows):
+    """Panels in rows, each row's panels sharing its width (a lone panel spans the whole row):
+    for panels whose labels need room, such as a profile under two bar charts."""
+    import math
+
+    from plotly.subplots import make_subplots
+
+    cols = math.lcm(*(len(r) for r in rows))
+    specs, titles = [], []
+    for r in rows:
+        span = cols // len(r)
+        specs.append([c for p in r for c in ({"colspan": span}, *[None] * (span - 1))])
+        titles += [p.title for p in r]
+    fig = make_subplots(rows=len(rows), cols=cols, specs=specs, subplot_titles=titles,
+                        vertical_spacing=0.15)
+    for i, r in enumerate(rows, start=1):
+        for j, p in enumerate(r):
+            col = 1 + j * (cols // len(r))
+            for t in p.traces:
+                fig.add_trace(t, row=i, col=col)
+            fig.update_xaxes(title_text=p.x_title, type="log" if p.log_x else None, row=i, col=col)
+            fig.update_yaxes(title_text=p.y_title, type="log" if p.log_y else None, row=i, col=col)
+    fig.update_layout(title=title, height=420 * len(rows), template="plotly_white",
+                      showlegend=True, barmode="group")
     return fig

@@ -308,5 +308,5 @@ def figure(result):
                          {f"{ph}: {k}": [by[ph][f"{n} {k}"] for n in names]
                           for ph in phases for k in ("majflt", "minflt")},
                          "s into the phase", y_title="faults")
-    return grid("competition: eviction and a competitor", [residency, faults, per_pass,
-                                                            slice_faults])
+    return grid("competition: eviction and a competitor", (residency, faults),
+                (per_pass, slice_faults))
