@@ -37,6 +37,15 @@ void pl_out_value(struct pl_out *o, const char *label, const char *name, double 
     copy(d->source, sizeof d->source, source);
 }
 
+void pl_out_printf(struct pl_out *o, const char *fmt, ...)
+{
+    size_t used = strlen(o->text);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->text + used, sizeof o->text - used, fmt, ap);
+    va_end(ap);
+}
+
 int pl_out_fail(struct pl_out *o, int err, const char *fmt, ...)
 {
     va_list ap;

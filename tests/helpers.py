@@ -1,5 +1,6 @@
 """Helpers shared by the tests (fixtures live in conftest.py)."""
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -18,3 +19,14 @@ def run(cmd, **kw):
 
 def fd_count():
     return len(os.listdir("/proc/self/fd"))
+
+
+def run_blocked(tools_dir, pagelab_cmd, experiment, **params):
+    """`pagelab run EXPERIMENT --json` under the seccomp launcher (the blocked profile); returns
+    the JSON document after checking the run succeeded and really was blocked."""
+    sets = [a for k, v in params.items() for a in ("--set", f"{k}={v}")]
+    p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "run", experiment, "--json", *sets])
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["environment"]["profile"] == "blocked"
+    return doc

@@ -4,7 +4,6 @@ anonymous memory, and a bounded competitor process, in every profile."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -15,7 +14,7 @@ import pytest
 import pagelab
 from pagelab._environment import swap_total
 from pagelab.experiments.competition import SLICES, facts
-from helpers import run
+from helpers import run, run_blocked
 
 SMALL = {"size_mb": 8, "competitor_mb": 16, "seconds": 1}
 CLAIMS = ("mincore-shows-eviction", "evicted-pages-major-faults", "evicted-pages-read-from-disk",
@@ -142,11 +141,7 @@ def test_bad_input_is_rejected_before_anything_runs():
 
 def test_blocked_profile_evaluates_from_rusage(tools_dir, pagelab_cmd):
     """With perf_event_open denied, the claims are evaluated from rusage majflt and inblock."""
-    args = [f"--set={k}={v}" for k, v in SMALL.items()]
-    p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "run", "competition", "--json", *args])
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
-    assert doc["environment"]["profile"] == "blocked"
+    doc = run_blocked(tools_dir, pagelab_cmd, "competition", **SMALL)
     by = {m["label"]: m["metrics"] for m in doc["measurements"]}
     major = by["file: re-access"]["major-faults"]
     assert major["value"] is None and major["reason"]

@@ -2,7 +2,6 @@
 fault profile names the code that faults and accounts for every counted fault."""
 
 import ctypes
-import json
 import mmap
 import os
 import platform
@@ -15,7 +14,7 @@ from pagelab import _native, _worker
 from pagelab._native import ffi, lib
 from pagelab.experiments import ebizzy
 
-from helpers import run
+from helpers import run_blocked
 
 # Small but real: 64-page buffers, 3 rounds of 20 records per thread, 2 threads.
 SMALL = {"buffer_kb": 256, "records": 20, "rounds": 3, "threads": 2}
@@ -206,11 +205,7 @@ def test_over_budget_is_refused_before_running():
 def test_blocked_profile_falls_back_to_rusage(tools_dir, pagelab_cmd):
     """Without perf_event_open the claims are still evaluated from rusage, and the fault
     profile is replaced by a labelled rusage summary that says why."""
-    sets = [a for k, v in SMALL.items() for a in ("--set", f"{k}={v}")]
-    p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "run", "ebizzy", "--json", *sets])
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
-    assert doc["environment"]["profile"] == "blocked"
+    doc = run_blocked(tools_dir, pagelab_cmd, "ebizzy", **SMALL)
     for c in doc["claims"]:
         assert c["holds"] is True, c
         assert "(rusage)" in c["evidence"] or "(clock)" in c["evidence"]

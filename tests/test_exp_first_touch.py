@@ -1,11 +1,10 @@
 """first-touch: one fault per page on first touch, none on the second, and the ways around it."""
 
-import json
 
 import pytest
 
 import pagelab
-from helpers import run
+from helpers import run_blocked
 
 SMALL = {"size_mb": 16, "threads": 2, "rounds": 3}
 
@@ -55,11 +54,7 @@ def test_figure_labels_its_sources(result):
 
 def test_blocked_profile_uses_rusage(tools_dir, pagelab_cmd):
     """Under the seccomp launcher the claims are evaluated from rusage, labelled as such."""
-    p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "run", "first-touch", "--json",
-             "--set", "size_mb=8", "--set", "threads=2"])
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
-    assert doc["environment"]["profile"] == "blocked"
+    doc = run_blocked(tools_dir, pagelab_cmd, "first-touch", size_mb=8, threads=2)
     first = next(m for m in doc["measurements"] if m["label"] == "first touch")["metrics"]
     assert first["page-faults"]["value"] is None and "seccomp" in first["page-faults"]["reason"]
     assert first["faults_per_page"]["source"] == "rusage"

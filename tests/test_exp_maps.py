@@ -12,7 +12,7 @@ import pagelab
 from pagelab import BadInput, parse_maps
 from pagelab.experiments import maps as exp
 
-from helpers import run
+from helpers import run, run_blocked
 
 EXE = "/usr/bin/prog"
 # One line of every kind, in address order, with the kernel's padding before the path.
@@ -180,11 +180,7 @@ def test_blocked_profile_still_evaluates_every_claim(tools_dir, pagelab_cmd):
     evaluated exactly as before."""
     if why := _aslr_reason():
         pytest.skip(f"ASLR claims cannot hold here: {why}")
-    p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "run", "maps", "--json",
-             "--set", "mapping_kb=16"])
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
-    assert doc["environment"]["profile"] == "blocked"
+    doc = run_blocked(tools_dir, pagelab_cmd, "maps", mapping_kb=16)
     held = {c["id"]: c["holds"] for c in doc["claims"]}
     assert all(v is True for k, v in held.items() if k != "vsyscall-fixed"), held
 

@@ -10,7 +10,7 @@ import pagelab
 from pagelab import BadInput, BudgetExceeded
 from pagelab.experiments import mmap_modes as exp
 
-from helpers import run
+from helpers import run, run_blocked
 
 SIZE_MB = 8
 PAGES = SIZE_MB * 256
@@ -119,11 +119,7 @@ def test_blocked_profile_falls_back_to_rusage(tools_dir, pagelab_cmd):
     """Without perf_event_open, page-faults says why and rusage stands in, labelled; every
     claim is still evaluated."""
     _block_backed_tmp()
-    p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "run", "mmap-modes", "--json",
-             "--set", f"size_mb={SIZE_MB}"])
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
-    assert doc["environment"]["profile"] == "blocked"
+    doc = run_blocked(tools_dir, pagelab_cmd, "mmap-modes", size_mb=SIZE_MB)
     assert all(c["holds"] is True for c in doc["claims"]), doc["claims"]
     write = next(m for m in doc["measurements"] if m["label"] == "anon: write")["metrics"]
     pf = write["page-faults"]

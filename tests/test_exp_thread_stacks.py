@@ -2,7 +2,6 @@
 
 import errno
 import gc
-import json
 import os
 import platform
 import resource
@@ -18,7 +17,7 @@ from pagelab._run import Context
 from pagelab._workloads import validate
 from pagelab.experiments import thread_stacks as ts
 
-from helpers import run
+from helpers import run, run_blocked
 
 GIB, MIB = 1 << 30, 1 << 20
 # small but complete: 160 threads of 8 MiB fill the window (~100 fit) with >= 16 creates to spare
@@ -176,12 +175,7 @@ def test_other_architectures_say_why_nothing_was_evaluated():
 def test_blocked_profile_still_evaluates_every_claim(tools_dir, pagelab_cmd):
     """With perf_event_open denied by seccomp, page faults fall back to rusage (labelled) and
     every claim is still evaluated from the clock and mmap's answers."""
-    args = [f"{k}={v}" for k, v in SMALL.items()]
-    p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "run", "thread-stacks", "--json",
-             *sum((["--set", a] for a in args), [])])
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
-    assert doc["environment"]["profile"] == "blocked"
+    doc = run_blocked(tools_dir, pagelab_cmd, "thread-stacks", **SMALL)
     assert all(c["holds"] is True for c in doc["claims"]), doc["claims"]
     fill = next(m for m in doc["measurements"] if m["label"] == "window fill")["metrics"]
     pf = fill["page-faults"]

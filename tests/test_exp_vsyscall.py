@@ -1,11 +1,10 @@
 """vsyscall: the trapped legacy page is slow and costs one perf page fault per call."""
 
-import json
 
 import pytest
 
 import pagelab
-from helpers import run
+from helpers import run_blocked
 from pagelab import _environment as env
 
 
@@ -54,10 +53,8 @@ def test_blocked_profile_marks_the_perf_claim_not_evaluated(tools_dir, pagelab_c
     """Without perf_event_open the fault-per-call claim says why; the others still hold."""
     if env.vsyscall_mode() == "none":
         pytest.skip("this kernel has vsyscall=none")
-    p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "run", "vsyscall", "--json",
-             "--set", "calls=20000", "--set", "processes=2"])
-    assert p.returncode == 0, p.stderr
-    claims = {c["id"]: c for c in json.loads(p.stdout)["claims"]}
+    doc = run_blocked(tools_dir, pagelab_cmd, "vsyscall", calls=20000, processes=2)
+    claims = {c["id"]: c for c in doc["claims"]}
     assert claims["vsyscall-fault-per-call"]["holds"] is None
     assert "seccomp" in claims["vsyscall-fault-per-call"]["reason"]
     assert claims["vsyscall-much-slower"]["holds"] is True

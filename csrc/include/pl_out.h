@@ -38,6 +38,9 @@ struct pl_out {
 void pl_out_region(struct pl_out *o, const char *label, const struct pl_region *r);
 void pl_out_value(struct pl_out *o, const char *label, const char *name, double value,
                   const char *unit, const char *source);
+/* printf-style text appended to out->text (silently truncated when full: callers that care
+ * check for their own end marker) */
+void pl_out_printf(struct pl_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* printf-style note; returns err so failures read `return pl_out_fail(o, -errno, "...")` */
 int pl_out_fail(struct pl_out *o, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -18,7 +18,6 @@
 #include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,17 +68,6 @@ struct victim {
     char *file;         /* MAP_SHARED, read-only mapping of fd; NULL when unmapped */
     unsigned char *vec; /* mincore's answer, one byte per page */
 };
-
-/* One key=value line for Python (see the module docstring of experiments/competition.py). */
-static void say(struct pl_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct pl_out *o, const char *fmt, ...)
-{
-    size_t used = strlen(o->text);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(o->text + used, sizeof o->text - used, fmt, ap);
-    va_end(ap);
-}
 
 static double seconds_since(const struct timespec *t0)
 {
@@ -149,7 +137,7 @@ static int open_scratch(struct pl_ctx *c, struct victim *v)
         }
         if (memory_only_fs((long)sf.f_type)) {
             char dir[PATH_MAX];
-            say(c->out, "file_skipped=%s 0x%lx\n", where(dirs[i], dir), (long)sf.f_type);
+            pl_out_printf(c->out, "file_skipped=%s 0x%lx\n", where(dirs[i], dir), (long)sf.f_type);
             if (fallback >= 0)
                 close(fallback);
             fallback = fd;
@@ -160,9 +148,9 @@ static int open_scratch(struct pl_ctx *c, struct victim *v)
         if (fallback >= 0)
             close(fallback);
         v->fd = fd;
-        say(c->out, "file_how=%s\n", named ? "unlinked" : "O_TMPFILE");
+        pl_out_printf(c->out, "file_how=%s\n", named ? "unlinked" : "O_TMPFILE");
         char dir[PATH_MAX];
-        say(c->out, "file_dir=%s\nfile_fs_type=0x%lx\nfile_block_backed=1\n", where(dirs[i], dir),
+        pl_out_printf(c->out, "file_dir=%s\nfile_fs_type=0x%lx\nfile_block_backed=1\n", where(dirs[i], dir),
             (long)sf.f_type);
         return 0;
     }
@@ -170,7 +158,7 @@ static int open_scratch(struct pl_ctx *c, struct victim *v)
         return pl_out_fail(c->out, -err, "cannot create a scratch file in TMPDIR, /var/tmp, "
                                          "/tmp or the current directory");
     v->fd = fallback;
-    say(c->out, "file_dir=%s\nfile_fs_type=0x%lx\nfile_block_backed=0\n", fallback_dir,
+    pl_out_printf(c->out, "file_dir=%s\nfile_fs_type=0x%lx\nfile_block_backed=0\n", fallback_dir,
         fallback_type);
     return 0;
 }
@@ -203,7 +191,7 @@ static int fill_file(struct pl_ctx *c, struct victim *v)
         pl_out_region(c->out, "file: write + fdatasync", &r);
     struct stat st;
     if (!rc && fstat(v->fd, &st) == 0)
-        say(c->out, "file_dev=%u:%u\n", major(st.st_dev), minor(st.st_dev));
+        pl_out_printf(c->out, "file_dev=%u:%u\n", major(st.st_dev), minor(st.st_dev));
     return rc;
 }
 
@@ -283,7 +271,7 @@ static int evict_file(struct pl_ctx *c, struct victim *v, int how)
     const char *path = "MADV_PAGEOUT";
     PL_REGION_BEGIN(&r);
     if (how == EVICT_PAGEOUT && madvise(v->file, v->len, MADV_PAGEOUT) != 0) {
-        say(c->out, "evict_pageout_errno=%d\n", errno);
+        pl_out_printf(c->out, "evict_pageout_errno=%d\n", errno);
         how = EVICT_FADVISE;
     }
     if (how == EVICT_FADVISE) {
@@ -300,7 +288,7 @@ static int evict_file(struct pl_ctx *c, struct victim *v, int how)
     PL_REGION_END(&r);
     if (rc)
         return rc;
-    say(c->out, "evict_path=%s\n", path);
+    pl_out_printf(c->out, "evict_path=%s\n", path);
     pl_out_region(c->out, "file: evict", &r);
     return 0;
 }
@@ -346,7 +334,7 @@ static int anon_part(struct pl_ctx *c, struct victim *v)
         PL_REGION_BEGIN(&r);
         int e = madvise(a, v->len, MADV_PAGEOUT) != 0 ? errno : 0;
         PL_REGION_END(&r);
-        say(c->out, "anon_pageout_errno=%d\n", e);
+        pl_out_printf(c->out, "anon_pageout_errno=%d\n", e);
         pl_out_region(c->out, "anon: pageout", &r);
         rc = residency(c, v, a, label, "after pageout");
     }
@@ -620,7 +608,7 @@ static int run(struct pl_ctx *c)
     struct victim v = {.fd = -1, .len = (size_t)c->param[P_SIZE_MB] << 20,
                        .page = (size_t)page, .readahead = (int)c->param[P_READAHEAD]};
     v.pages = v.len / v.page;
-    say(c->out, "page_size=%ld\n", page);
+    pl_out_printf(c->out, "page_size=%ld\n", page);
     v.vec = malloc(v.pages);
     if (!v.vec)
         return pl_out_fail(c->out, -ENOMEM, "no memory for the mincore vector");

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,18 +150,6 @@ static long copy_maps(struct pl_out *o, int *truncated)
     return (long)n;
 }
 
-static void append(struct pl_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Append a trailer line to out->text (truncated safely if it ever ran out of room). */
-static void append(struct pl_out *o, const char *fmt, ...)
-{
-    size_t n = strlen(o->text);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(o->text + n, sizeof o->text - n, fmt, ap);
-    va_end(ap);
-}
-
 static int run(struct pl_ctx *c)
 {
     int nthreads = (int)c->param[P_THREADS];
@@ -205,24 +192,24 @@ static int run(struct pl_ctx *c)
     char exe[PATH_MAX] = "";
     ssize_t elen = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[elen > 0 ? elen : 0] = '\0';
-    append(o, TRAILER_MARK);
-    append(o, "object %lx stack variable\n", (unsigned long)(uintptr_t)&stack_var);
-    append(o, "object %lx small malloc block\n", (unsigned long)(uintptr_t)l.small);
-    append(o, "object %lx large malloc block\n", (unsigned long)(uintptr_t)l.large);
-    append(o, "object %lx anonymous mmap\n", (unsigned long)(uintptr_t)l.anon);
-    append(o, "object %lx file mapping\n", (unsigned long)(uintptr_t)l.file);
-    append(o, "object %lx program entry point\n", getauxval(AT_ENTRY));
-    append(o, "object %lx C library function\n", (unsigned long)(uintptr_t)&malloc);
-    append(o, "object %lx extension function\n", (unsigned long)(uintptr_t)&run);
+    pl_out_printf(o, TRAILER_MARK);
+    pl_out_printf(o, "object %lx stack variable\n", (unsigned long)(uintptr_t)&stack_var);
+    pl_out_printf(o, "object %lx small malloc block\n", (unsigned long)(uintptr_t)l.small);
+    pl_out_printf(o, "object %lx large malloc block\n", (unsigned long)(uintptr_t)l.large);
+    pl_out_printf(o, "object %lx anonymous mmap\n", (unsigned long)(uintptr_t)l.anon);
+    pl_out_printf(o, "object %lx file mapping\n", (unsigned long)(uintptr_t)l.file);
+    pl_out_printf(o, "object %lx program entry point\n", getauxval(AT_ENTRY));
+    pl_out_printf(o, "object %lx C library function\n", (unsigned long)(uintptr_t)&malloc);
+    pl_out_printf(o, "object %lx extension function\n", (unsigned long)(uintptr_t)&run);
     if (getauxval(AT_SYSINFO_EHDR))
-        append(o, "object %lx vdso\n", getauxval(AT_SYSINFO_EHDR));
+        pl_out_printf(o, "object %lx vdso\n", getauxval(AT_SYSINFO_EHDR));
     for (int i = 0; i < started; i++)
-        append(o, "object %lx thread %d stack variable\n",
+        pl_out_printf(o, "object %lx thread %d stack variable\n",
                 (unsigned long)h[i].stack_var, i + 1);
-    append(o, "exe %s\n", exe);
+    pl_out_printf(o, "exe %s\n", exe);
     /* 0xffffffff queries without changing; ADDR_NO_RANDOMIZE here means `setarch -R` */
-    append(o, "personality %x\n", (unsigned)personality(0xffffffff));
-    append(o, "truncated %d\n", truncated);
+    pl_out_printf(o, "personality %x\n", (unsigned)personality(0xffffffff));
+    pl_out_printf(o, "truncated %d\n", truncated);
     teardown(&l);
     return 0;
 }
