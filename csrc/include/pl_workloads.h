@@ -4,6 +4,8 @@
 
 #include "pl_workload.h"
 
+extern const struct pl_workload pl_wl_cache;
+extern const struct pl_workload pl_wl_latency;
 extern const struct pl_workload pl_wl_first_touch;
 extern const struct pl_workload pl_wl_vsyscall;
 
