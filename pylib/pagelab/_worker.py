@@ -96,32 +96,33 @@ def call(target, args, *, timeout=DEFAULT_TIMEOUT, address_space=None, what=None
 
 def _collect(proc, read_fd, timeout, output, messages, on_progress, what):
     deadline = time.monotonic() + timeout
-    sel = selectors.DefaultSelector()
-    sel.register(read_fd, selectors.EVENT_READ, "result")
-    sel.register(proc.stdout, selectors.EVENT_READ, "output")
-    buffers = {"result": b"", "output": b""}
-    open_streams = 2
-    while open_streams:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise WorkerTimeout(f"the {what} worker did not finish within {timeout:g} s "
-                                "and was stopped")
-        for key, _ in sel.select(timeout=min(left, 0.5)):
-            chunk = os.read(key.fd, 65536)
-            if not chunk:
-                sel.unregister(key.fileobj)
-                open_streams -= 1
-                chunk = b"\n"  # flush a last unterminated line
-            buffers[key.data] += chunk
-            *lines, buffers[key.data] = buffers[key.data].split(b"\n")
-            for line in filter(None, lines):
-                if key.data == "output":
-                    output.append(line.decode(errors="replace"))
-                    continue
-                msg = json.loads(line)
-                messages.append(msg)
-                if "progress" in msg and on_progress:
-                    on_progress(msg["progress"])
+    # closed on every way out: left to the cycle collector, its epoll fd would outlive the call
+    with selectors.DefaultSelector() as sel:
+        sel.register(read_fd, selectors.EVENT_READ, "result")
+        sel.register(proc.stdout, selectors.EVENT_READ, "output")
+        buffers = {"result": b"", "output": b""}
+        open_streams = 2
+        while open_streams:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerTimeout(f"the {what} worker did not finish within {timeout:g} s "
+                                    "and was stopped")
+            for key, _ in sel.select(timeout=min(left, 0.5)):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    open_streams -= 1
+                    chunk = b"\n"  # flush a last unterminated line
+                buffers[key.data] += chunk
+                *lines, buffers[key.data] = buffers[key.data].split(b"\n")
+                for line in filter(None, lines):
+                    if key.data == "output":
+                        output.append(line.decode(errors="replace"))
+                        continue
+                    msg = json.loads(line)
+                    messages.append(msg)
+                    if "progress" in msg and on_progress:
+                        on_progress(msg["progress"])
     try:
         proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:

@@ -7,8 +7,8 @@ The analysis works on the fastest time per load t(s) at each working-set size s,
 3. knees: in each transition, the size where the curve crosses sqrt(t(s_a) t(e)), the half-way
    point in ratio (interpolated on log-log axes). With a cache of size C and a random chase,
    latency gets half-way at ~1.2-1.5 C; a knee is compared with the sizes sysfs reports, NEAR;
-4. plateaus: the stretches between transitions (from e of one to s_a of the next) that span at
-   least SPAN and vary less than STEP.
+4. plateaus: in each stretch between transitions (from e of one to s_a of the next), the longest
+   run of sizes spanning at least SPAN whose times lie within FLAT of each other.
 No step needs a plateau on both sides of a knee, so a level squeezed by noise or by a shared LLC
 costs a plateau, not the knees around it.
 """
@@ -35,6 +35,7 @@ HUGE_PAGE = 2 * MIB  # alignment slack for the huge-page buffer
 # L3 -> DRAM 3-10x), reached within an octave or two of sizes: a rise of 1.5x per octave is a
 # climb; inside a level the fastest of several repetitions varies by a few percent.
 STEP = 1.5
+FLAT = 1.25  # a plateau varies at most this much: well under a step, well over the noise
 SPAN = 2.0  # a plateau covers at least one octave of sizes
 # A knee within 2x of a cache's size: associativity, replacement, sharing and the TLB shift it.
 NEAR = 2.0
@@ -177,21 +178,30 @@ def _knees(curve, climbs):
 
 
 def _plateaus_of(curve, climbs):
-    """Stretches between climbs spanning >= SPAN and varying < STEP: [{'first', 'last', 'ns'}]."""
+    """In each stretch between climbs, its longest run within FLAT spanning >= SPAN:
+    [{'first', 'last', 'ns'}], the median time of the run as its level."""
     bounds = [0] + [i for a, e in climbs for i in (a, e)] + [len(curve) - 1]
     found = []
     for first, last in zip(bounds[::2], bounds[1::2]):
-        times = [t for _, t in curve[first:last + 1]]
-        if last > first and curve[last][0] >= SPAN * curve[first][0] \
-                and max(times) < STEP * min(times):
-            found.append({"first": first, "last": last, "ns": statistics.median(times)})
+        runs = [(i, j) for i in range(first, last + 1) for j in range(i + 1, last + 1)
+                if curve[j][0] >= SPAN * curve[i][0] and _flat(curve[i:j + 1])]
+        if runs:
+            i, j = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
+            found.append({"first": i, "last": j,
+                          "ns": statistics.median(t for _, t in curve[i:j + 1])})
     return found
+
+
+def _flat(points):
+    times = [t for _, t in points]
+    return max(times) <= FLAT * min(times)
 
 
 def _size(b):
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if b >= 1 << shift:
-            return f"{b / (1 << shift):.3g} {unit}"
+            v = b / (1 << shift)
+            return f"{v:.3g} {unit}" if v < 1000 else f"{v:.0f} {unit}"
     return f"{b:.0f} B"
 
 
