@@ -124,6 +124,16 @@ def test_analysis_refuses_a_ramp():
     assert latency._near(latency._knees(c, climbs), caches, c).holds is False
 
 
+def test_claims_are_not_judged_beyond_the_sweep():
+    """A sweep that cannot show a second plateau or bracket a cache leaves the claims unjudged."""
+    c = curve(staircase)[:8]  # 4-14 KiB: inside L1
+    caches = [("L1d", 32 << 10)]
+    assert latency._plateaus([], caches, c).holds is None
+    assert "does not reach 4x" in latency._plateaus([], caches, c).reason
+    assert latency._near([], caches, c).holds is None
+    assert latency._near([], [], c).reason.startswith("this machine reports no cache sizes")
+
+
 # ---- bad input and the blocked profile ----
 
 def test_bad_input_is_one_clear_error():

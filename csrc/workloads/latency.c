@@ -182,6 +182,8 @@ int PL_NAME(pl_latency_run)(struct pl_ctx *c)
                            "not %s", LAT_MAX_SIZES, nsizes ? "more" : "none");
     int huge = c->param[LAT_P_PAGES] == LAT_PAGES_HUGE;
     size_t len = (size_t)kbs[nsizes - 1] * 1024;
+    if (huge) /* whole huge pages: even a sweep smaller than one gets the same page size */
+        len = (len + LAT_HUGE_PAGE - 1) & ~(size_t)(LAT_HUGE_PAGE - 1);
     size_t span = len + LAT_HUGE_PAGE; /* room to align to a huge page */
     char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED)
