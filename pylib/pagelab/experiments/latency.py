@@ -31,6 +31,7 @@ AUTO_FACTOR = 4  # auto max_kb: 4x the largest cache, so memory's plateau shows 
 AUTO_CAP_KB = 512 * 1024  # beyond this a sweep takes minutes (the warm-up lap alone)
 FALLBACK_MAX_KB = 64 * 1024  # no cache sizes in sysfs: 4x a 16 MiB LLC, common on lab machines
 HUGE_PAGE = 2 * MIB  # a PMD: the buffer is aligned to and, with pages=huge, made of these
+PAGES_HUGE = 0  # the index of "huge" in the C table's pages choices
 # Adjacent levels of a memory hierarchy differ by 2x or more (L1 -> L2 ~3x, L2 -> L3 ~3x,
 # L3 -> DRAM 3-10x), reached within an octave or two of sizes: a rise of 1.5x per octave is a
 # climb; inside a level the fastest of several repetitions varies by a few percent.
@@ -97,7 +98,7 @@ def _resolve(p):
 def _buffer_bytes(p):
     """The chase buffer: the largest size, in whole huge pages when huge pages are asked for."""
     size = p["max_kb"] * 1024
-    return -(-size // HUGE_PAGE) * HUGE_PAGE if p["pages"] == 0 else size
+    return -(-size // HUGE_PAGE) * HUGE_PAGE if p["pages"] == PAGES_HUGE else size
 
 
 def memory(p):
@@ -113,8 +114,10 @@ def run(ctx):
     attach(measured, sim, COUNTS)
     buffer = next((m for m in measured if m.label == "buffer"), None)
     points = _points(measured)
+    timed = {"hw": p["loads"] * p["repeats"],
+             "sim": p["loads"] * SIM_OVERRIDES.get("repeats", p["repeats"])}
     for m in points:
-        _per_load(m, p["loads"] * p["repeats"])
+        _per_load(m, timed)
     curve, levels, knees, caches = _analyse(points)
     claims = [_plateaus(levels, caches, curve), _near(knees, caches, curve)]
     notes = _notes(p, buffer, points, sim)
@@ -131,12 +134,13 @@ def _bytes(label):
     return int(label.split()[0]) * 1024
 
 
-def _per_load(m, loads):
-    """Miss counts per timed load, where a source (hw, else sim) counted them."""
+def _per_load(m, timed):
+    """Miss counts per timed load, where a source (hw, else sim) counted them; ``timed`` is the
+    number of timed loads by source (the simulated run repeats less)."""
     for name, short in zip(COUNTS, ("L1", "LLC", "dTLB")):
         r = m.metrics.get(name)
         if r is not None and r.best is not None:
-            m.add(Reading(f"{short} misses/load", r.best / loads, r.best_source))
+            m.add(Reading(f"{short} misses/load", r.best / timed[r.best_source], r.best_source))
 
 
 def _analyse(points):
@@ -250,9 +254,11 @@ def _near(knees, caches, curve):
         best = min(knees, key=lambda k: abs(math.log(k["bytes"] / c)), default=None)
         ok = best is not None and c / NEAR <= best["bytes"] <= c * NEAR
         holds &= ok
-        where = f"{'knee' if ok else 'nearest knee'} at {_size(best['bytes'])} " \
-                f"({best['bytes'] / c:.2g}x)" if best else "no knee"
-        parts.append(f"{name} {_size(c)}: {where}")
+        if best is None:
+            parts.append(f"{name} {_size(c)}: no knee")
+        else:
+            parts.append(f"{name} {_size(c)}: {'knee' if ok else 'nearest knee'} at "
+                         f"{_size(best['bytes'])} ({best['bytes'] / c:.2g}x)")
     return Claim("latency-knees-near-caches", text, holds,
                  "; ".join(parts) + " (sizes from sysfs, knees from clock)")
 
@@ -264,7 +270,7 @@ def _notes(p, buffer, points, sim):
         notes.append(f"{share:.0%} of the buffer was in transparent huge pages "
                      "(/proc/self/smaps, rusage)" + (
                          "; the rest adds TLB misses and can add knees at the TLB's reach"
-                         if p["pages"] == 0 and share < 0.9 else ""))
+                         if p["pages"] == PAGES_HUGE and share < 0.9 else ""))
     switched = sum(m["nivcsw"].value for m in points if "nivcsw" in m.metrics)
     notes.append(f"ns_per_load is the chasing thread's CPU time (CLOCK_THREAD_CPUTIME_ID) per "
                  f"load, the fastest of {p['repeats']} repetitions of {p['loads']:,} loads: time "
