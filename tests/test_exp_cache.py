@@ -164,7 +164,7 @@ def test_over_budget_is_refused_before_running():
 
 
 def test_blocked_profile_says_why(tools_dir, pagelab_cmd):
-    """Under seccomp: counts unavailable (EACCES), claims not evaluated with reasons, rusage kept."""
+    """Under seccomp: counts unavailable (EACCES), claims unevaluated with reasons, rusage kept."""
     p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "run", "cache", "--json",
              "--set", "sets=256"])
     assert p.returncode == 0, p.stderr

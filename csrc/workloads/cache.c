@@ -31,6 +31,9 @@ struct cache_plan {
 };
 
 int PL_NAME(pl_cache_run)(struct pl_ctx *c); /* external: the table points at both builds */
+#ifndef PL_SIM
+int pl_cache_run_sim(struct pl_ctx *c); /* defined by the -DPL_SIM build (sim_variants.c) */
+#endif
 
 /* xorshift64 (Marsaglia 2003): a few cycles, no memory traffic, the same bases in both builds */
 static uint64_t cache_xorshift(uint64_t *s)
@@ -126,12 +129,14 @@ static const struct pl_param cache_params[CACHE_NPARAMS] = {
     {"lines", 512, 1, 1 << 20, "lines", NULL,
      "cache lines (64 bytes) per working set; the seed's 512 are 32 KiB, an L1D's worth"},
     {"passes", 16, 1, 1 << 16, "passes", NULL, "walks over each working set before moving on"},
-    {"write_every", 8, 1, 1 << 20, "lines", NULL, "one line in this many is written, the rest read"},
+    {"write_every", 8, 1, 1 << 20, "lines", NULL, "one line in this many is written, the rest "
+     "read"},
     {"seed", 1, 1, INT64_MAX, "", NULL, "seed of the xorshift generator for random bases"},
 };
 
 const struct pl_workload pl_wl_cache = {
     "cache", "do_mem_access: 512-line working sets at sequential vs random bases",
-    cache_params, CACHE_NPARAMS, pl_cache_run, NULL, /* run_sim: pl_cache_run_sim, once built */
+    cache_params, CACHE_NPARAMS, pl_cache_run,
+    NULL, /* run_sim: pl_cache_run_sim once sim_variants.c builds it */
 };
 #endif

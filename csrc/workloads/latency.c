@@ -39,6 +39,9 @@ union lat_node {
 _Static_assert(sizeof(union lat_node) == LAT_LINE, "a node is exactly one cache line");
 
 int PL_NAME(pl_latency_run)(struct pl_ctx *c); /* external: the table points at both builds */
+#ifndef PL_SIM
+int pl_latency_run_sim(struct pl_ctx *c); /* defined by the -DPL_SIM build (sim_variants.c) */
+#endif
 
 /* xorshift64 (Marsaglia 2003): fast, seeded, the same chains in both builds */
 static uint64_t lat_xorshift(uint64_t *s)
@@ -232,6 +235,7 @@ static const struct pl_param lat_params[LAT_NPARAMS] = {
 
 const struct pl_workload pl_wl_latency = {
     "latency", "pointer chase over working sets from 4 KiB to beyond the last-level cache",
-    lat_params, LAT_NPARAMS, pl_latency_run, NULL, /* run_sim: pl_latency_run_sim, once built */
+    lat_params, LAT_NPARAMS, pl_latency_run,
+    NULL, /* run_sim: pl_latency_run_sim once sim_variants.c builds it */
 };
 #endif
