@@ -5,6 +5,8 @@
 #include "pl_workload.h"
 
 extern const struct pl_workload pl_wl_maps;
+extern const struct pl_workload pl_wl_cache;
+extern const struct pl_workload pl_wl_latency;
 extern const struct pl_workload pl_wl_first_touch;
 extern const struct pl_workload pl_wl_vsyscall;
 extern const struct pl_workload pl_wl_mmap_modes;

@@ -3,6 +3,8 @@
 /* The single list of experiments, in the order chapters and `pagelab run all` use. */
 const struct pl_workload *const pl_workload_table[] = {
     &pl_wl_maps,
+    &pl_wl_cache,
+    &pl_wl_latency,
     &pl_wl_vsyscall,
     &pl_wl_first_touch,
     &pl_wl_mmap_modes,

@@ -205,3 +205,41 @@ def grid(title, *rows):
     fig.update_layout(title=title, height=420 * len(rows), template="plotly_white",
                       showlegend=True, barmode="group")
     return fig
+
+
+def markers(name, x, readings, symbol="x"):
+    """A trace of markers only (e.g. detected knees), each value's source in the hover text and
+    legend."""
+    import plotly.graph_objects as go
+
+    ys, sources = _values(readings)
+    label = f"{name} ({', '.join(sorted(set(sources)))})" if sources else name
+    return go.Scatter(x=x, y=ys, mode="markers", name=label, customdata=sources,
+                      marker={"symbol": symbol, "size": 11},
+                      hovertemplate="%{x}: %{y:.4g} (%{customdata})<extra></extra>")
+
+
+def _bytes_text(b):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
+
+
+def size_axis(fig, lo, hi, col=1):
+    """A log x axis of byte sizes with a tick at every power of two, labelled B/KiB/MiB/GiB."""
+    ticks = [1 << k for k in range(max(int(lo).bit_length() - 1, 0), int(hi).bit_length())]
+    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[_bytes_text(t) for t in ticks],
+                     row=1, col=col)
+
+
+def vlines(fig, marks, col=1, log_x=True):
+    """Dotted vertical lines at x with a label each: [(x, label)], e.g. reported cache sizes."""
+    import math
+
+    for x, label in marks:
+        fig.add_vline(x=x, line_dash="dot", line_color="gray", row=1, col=col)
+        # shapes take data coordinates on a log axis, annotations its log10 (plotly.js #1258)
+        fig.add_annotation(x=math.log10(x) if log_x else x, y=1, yref="y domain",
+                           text=label, showarrow=False, xanchor="right", textangle=-90,
+                           yanchor="top", font={"color": "gray"}, row=1, col=col)

@@ -1,0 +1,142 @@
+/* cache: the seed's do_mem_access. Working sets of 512 cache lines (32 KiB, an L1D's worth) are
+ * walked 16 times each, writing 1 line in 8 and reading the rest; the base of each working set
+ * either advances sequentially through a large buffer or is a random line in it. Every working
+ * set fits L1, so L1 read misses stay rare in both variants; random bases land on pages the TLB
+ * does not hold far more often through a load.
+ *
+ * This file is compiled twice: natively (pl_cache_run, the table entry, the parameters), and by
+ * csrc/workloads/sim_variants.c with -DPL_SIM, where PL_NAME(pl_cache_run) is pl_cache_run_sim
+ * and every PL_LOAD/PL_STORE of the hot loop is also fed to the cache/TLB simulator. Setup
+ * (mapping and prefaulting the buffer) uses plain accesses so the simulator never sees it. All
+ * file-level names carry a cache_ prefix: the sim build may include several workload files in one
+ * translation unit. */
+#include <errno.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "pl_access.h"
+#include "pl_workloads.h"
+
+#define CACHE_LINE 64    /* the seed's CACHE_LINE_SIZE: the line of x86-64 and most arm64 cores */
+#define CACHE_PAGE 4096u /* base page: prefaulting touches each one once */
+
+enum { CACHE_P_SIZE_MB, CACHE_P_SETS, CACHE_P_LINES, CACHE_P_PASSES, CACHE_P_WRITE_EVERY,
+       CACHE_P_SEED, CACHE_NPARAMS };
+
+/* What one variant walks; filled from the parameters. */
+struct cache_plan {
+    volatile unsigned char *buf; /* volatile: every seed access happens, none is merged */
+    size_t nlines;               /* lines in the buffer */
+    int64_t sets, lines, passes, write_every;
+};
+
+int PL_NAME(pl_cache_run)(struct pl_ctx *c); /* external: the table points at both builds */
+#ifndef PL_SIM
+int pl_cache_run_sim(struct pl_ctx *c); /* defined by the -DPL_SIM build (sim_variants.c) */
+#endif
+
+/* xorshift64 (Marsaglia 2003): a few cycles, no memory traffic, the same bases in both builds */
+static uint64_t cache_xorshift(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+/* The hot loop: every access of the seed goes through PL_LOAD/PL_STORE, nothing else does. */
+static unsigned cache_walk(struct pl_sim *sim, const struct cache_plan *w, int random,
+                           uint64_t seed)
+{
+    uint64_t rng = seed;
+    size_t span = w->nlines - (size_t)w->lines + 1; /* bases that keep the set inside the buffer */
+    size_t base = 0;
+    unsigned sum = 0;
+    for (int64_t s = 0; s < w->sets; s++) {
+        if (random)
+            base = (size_t)(cache_xorshift(&rng) % span);
+        else if (s > 0 && (base += (size_t)w->lines) >= span)
+            base = 0; /* wrap, like the seed */
+        volatile unsigned char *ws = w->buf + base * CACHE_LINE;
+        for (int64_t pass = 0; pass < w->passes; pass++) {
+            int64_t until_write = 0; /* line i is written when i % write_every == 0 */
+            for (int64_t i = 0; i < w->lines; i++) {
+                volatile unsigned char *p = ws + i * CACHE_LINE;
+                if (until_write-- == 0) {
+                    PL_STORE(sim, p, (unsigned char)pass);
+                    until_write = w->write_every - 1;
+                } else {
+                    sum += PL_LOAD(sim, p);
+                }
+            }
+        }
+    }
+    return sum;
+}
+
+static void cache_measure(struct pl_ctx *c, const char *label, const struct cache_plan *w,
+                          int random, uint64_t seed)
+{
+    volatile unsigned sink; /* keeps the loads' results alive */
+    struct pl_region r = {.group = c->group};
+    PL_REGION_BEGIN(&r);
+    sink = cache_walk(c->sim, w, random, seed);
+    PL_REGION_END(&r);
+    (void)sink;
+    pl_out_region(c->out, label, &r);
+}
+
+int PL_NAME(pl_cache_run)(struct pl_ctx *c)
+{
+    size_t len = (size_t)c->param[CACHE_P_SIZE_MB] << 20;
+    struct cache_plan w = {
+        .nlines = len / CACHE_LINE, .sets = c->param[CACHE_P_SETS],
+        .lines = c->param[CACHE_P_LINES], .passes = c->param[CACHE_P_PASSES],
+        .write_every = c->param[CACHE_P_WRITE_EVERY],
+    };
+    if ((size_t)w.lines > w.nlines)
+        return pl_out_fail(c->out, -EINVAL, "a working set of %lld lines does not fit %zu MiB",
+                           (long long)w.lines, len >> 20);
+    /* mmap is page-aligned, so line 0 of every page is a written line (i % 8 == 0) when bases
+     * advance by whole working sets: sequential bases enter each new page with a store */
+    void *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED)
+        return pl_out_fail(c->out, -errno, "mmap of %zu MiB failed", len >> 20);
+    /* 4 KiB pages, whatever the THP mode: the TLB claim is about base pages (EINVAL: no THP) */
+    if (madvise(buf, len, MADV_NOHUGEPAGE) != 0 && errno != EINVAL) {
+        int err = -errno;
+        munmap(buf, len);
+        return pl_out_fail(c->out, err, "madvise(MADV_NOHUGEPAGE) failed");
+    }
+    w.buf = buf;
+    for (size_t off = 0; off < len; off += CACHE_PAGE)
+        w.buf[off] = 0; /* prefault outside the regions, unseen by the simulator */
+    uint64_t seed = (uint64_t)c->param[CACHE_P_SEED];
+    cache_measure(c, "sequential", &w, 0, seed);
+    cache_measure(c, "random", &w, 1, seed);
+    munmap(buf, len);
+    return 0;
+}
+
+#ifndef PL_SIM
+/* Defaults: the seed's geometry; 4096 working sets (2x the 64 MiB buffer sequentially) are
+ * 33.5M accesses per variant: ~50 ms natively and well under a second in the simulator. */
+static const struct pl_param cache_params[CACHE_NPARAMS] = {
+    {"size_mb", 64, 1, 1 << 16, "MiB", NULL,
+     "buffer the working sets are placed in; far beyond the TLB's reach"},
+    {"sets", 4096, 1, 1 << 24, "sets", NULL, "working sets walked per variant"},
+    {"lines", 512, 1, 1 << 20, "lines", NULL,
+     "cache lines (64 bytes) per working set; the seed's 512 are 32 KiB, an L1D's worth"},
+    {"passes", 16, 1, 1 << 16, "passes", NULL, "walks over each working set before moving on"},
+    {"write_every", 8, 1, 1 << 20, "lines", NULL, "one line in this many is written, the rest "
+     "read"},
+    {"seed", 1, 1, INT64_MAX, "", NULL, "seed of the xorshift generator for random bases"},
+};
+
+const struct pl_workload pl_wl_cache = {
+    "cache", "do_mem_access: 512-line working sets at sequential vs random bases",
+    cache_params, CACHE_NPARAMS, pl_cache_run,
+    NULL, /* run_sim: pl_cache_run_sim once sim_variants.c builds it */
+};
+#endif

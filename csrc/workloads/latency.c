@@ -1,0 +1,241 @@
+/* latency: a pointer chase (lmbench lat_mem_rd, multichase) over working sets from a few KiB to
+ * beyond the last-level cache. Each working set is one random cycle through cache-line-sized
+ * nodes, so every load depends on the one before and no prefetcher can guess the next line: the
+ * time per load is the latency of wherever the working set fits. It steps up at each cache size.
+ *
+ * This file is compiled twice: natively (pl_latency_run, the table entry, the parameters), and by
+ * csrc/workloads/sim_variants.c with -DPL_SIM, where PL_NAME(pl_latency_run) is
+ * pl_latency_run_sim and every chase load goes through PL_LOAD to the cache/TLB simulator.
+ * Building and checking the chain uses plain accesses; the warm-up lap uses PL_LOAD (outside the
+ * counted regions) so the simulated caches start warm like the real ones. A simulated sweep
+ * should be cheaper (fewer loads, one repetition: the model has no noise to take a minimum of).
+ * All file-level names carry a lat_ prefix: the sim build may include several workload files in
+ * one translation unit. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "pl_access.h"
+#include "pl_workloads.h"
+
+#define LAT_LINE 64                 /* one node per cache line: x86-64 and most arm64 cores */
+#define LAT_HUGE_PAGE (2u << 20)    /* a PMD: the unit of a transparent huge page */
+#define LAT_PAGE 4096u              /* base page: prefaulting touches each one once */
+#define LAT_MAX_SIZES PL_OUT_MAX_REGIONS /* one region per working-set size */
+
+enum { LAT_P_MIN_KB, LAT_P_MAX_KB, LAT_P_PPO, LAT_P_LOADS, LAT_P_REPEATS, LAT_P_PAGES,
+       LAT_P_SEED, LAT_NPARAMS };
+enum { LAT_PAGES_HUGE, LAT_PAGES_SMALL };
+
+/* While building, a node holds the index of its successor; then the pointer to it. */
+union lat_node {
+    union lat_node *next;
+    uintptr_t idx;
+    unsigned char line[LAT_LINE];
+};
+_Static_assert(sizeof(union lat_node) == LAT_LINE, "a node is exactly one cache line");
+
+int PL_NAME(pl_latency_run)(struct pl_ctx *c); /* external: the table points at both builds */
+#ifndef PL_SIM
+int pl_latency_run_sim(struct pl_ctx *c); /* defined by the -DPL_SIM build (sim_variants.c) */
+#endif
+
+/* xorshift64 (Marsaglia 2003): fast, seeded, the same chains in both builds */
+static uint64_t lat_xorshift(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+/* The sizes in KiB: min_kb * 2^octave * (ppo + step) / ppo up to max_kb, duplicates dropped.
+ * pylib/pagelab/experiments/latency.py:sizes() is the same formula (a test compares them).
+ * Returns the count, or -1 if more than cap. */
+static int lat_sizes(int64_t min_kb, int64_t max_kb, int64_t ppo, int64_t *out, int cap)
+{
+    int n = 0;
+    for (int oct = 0; (min_kb << oct) <= max_kb; oct++) {
+        for (int64_t step = 0; step < ppo; step++) {
+            int64_t kb = (min_kb << oct) + (min_kb << oct) * step / ppo;
+            if (kb > max_kb)
+                break;
+            if (n > 0 && kb == out[n - 1])
+                continue;
+            if (n == cap)
+                return -1;
+            out[n++] = kb;
+        }
+    }
+    return n;
+}
+
+/* Sattolo's shuffle: j < i strictly, so i -> idx[i] is a single cycle through all n nodes. */
+static void lat_build(union lat_node *nodes, size_t n, uint64_t *rng)
+{
+    for (size_t i = 0; i < n; i++)
+        nodes[i].idx = i;
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = (size_t)(lat_xorshift(rng) % i);
+        uintptr_t t = nodes[i].idx;
+        nodes[i].idx = nodes[j].idx;
+        nodes[j].idx = t;
+    }
+    for (size_t i = 0; i < n; i++)
+        nodes[i].next = &nodes[nodes[i].idx];
+}
+
+/* One lap from node 0 that checks the chain and warms the caches (and the simulated ones).
+ * Returns 0 if the chase first comes back to node 0 after exactly n loads without leaving the
+ * array: a permutation that does so visits every node exactly once. Else the step it failed at. */
+static size_t lat_lap(struct pl_sim *sim, union lat_node *nodes, size_t n)
+{
+    uintptr_t lo = (uintptr_t)nodes, hi = (uintptr_t)(nodes + n);
+    union lat_node *p = nodes;
+    for (size_t step = 1; step <= n; step++) {
+        p = PL_LOAD(sim, &p->next);
+        if ((uintptr_t)p < lo || (uintptr_t)p >= hi || ((uintptr_t)p - lo) % LAT_LINE)
+            return step;
+        if (p == nodes)
+            return step == n ? 0 : step;
+    }
+    return n;
+}
+
+/* The hot loop: one dependent load per step, nothing else touches memory. */
+static union lat_node *lat_chase(struct pl_sim *sim, union lat_node *p, int64_t loads)
+{
+    for (int64_t i = 0; i < loads; i++)
+        p = PL_LOAD(sim, &p->next);
+    return p;
+}
+
+static double lat_seconds(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* AnonHugePages of the mapping holding addr, in KiB (from /proc/self/smaps), or -errno. */
+static long lat_huge_kb(const void *addr)
+{
+    FILE *f = fopen("/proc/self/smaps", "re");
+    if (!f)
+        return -errno;
+    char line[512];
+    unsigned long want = (unsigned long)(uintptr_t)addr, lo, hi;
+    long kb = -ENOENT;
+    int inside = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+            inside = lo <= want && want < hi;
+        else if (inside && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+            break;
+    }
+    fclose(f);
+    return kb;
+}
+
+/* One working-set size: build, check and warm the chain, then time `repeats` chases. Each chase
+ * is timed in this thread's CPU time, so a preemption by another process does not count. */
+static int lat_size(struct pl_ctx *c, union lat_node *nodes, int64_t kb, uint64_t *rng)
+{
+    size_t n = (size_t)kb * 1024 / LAT_LINE;
+    int64_t loads = c->param[LAT_P_LOADS], repeats = c->param[LAT_P_REPEATS];
+    lat_build(nodes, n, rng);
+    size_t bad = lat_lap(c->sim, nodes, n);
+    if (bad)
+        return pl_out_fail(c->out, -EINVAL,
+                           "the pointer chase over %lld KiB is not one cycle through all %zu nodes "
+                           "(it went wrong at load %zu)", (long long)kb, n, bad);
+    char label[PL_LABEL_MAX];
+    snprintf(label, sizeof label, "%lld KiB", (long long)kb);
+    union lat_node *p = nodes;
+    double best = 0, worst = 0;
+    struct pl_region r = {.group = c->group};
+    PL_REGION_BEGIN(&r);
+    for (int64_t rep = 0; rep < repeats; rep++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+        p = lat_chase(c->sim, p, loads);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+        double ns = lat_seconds(&t0, &t1) * 1e9 / (double)loads;
+        best = rep == 0 || ns < best ? ns : best;
+        worst = ns > worst ? ns : worst;
+    }
+    PL_REGION_END(&r);
+    volatile uintptr_t sink = (uintptr_t)p; /* the chase's end is used: no load is dead */
+    (void)sink;
+    pl_out_region(c->out, label, &r);
+    pl_out_value(c->out, label, "ns_per_load", best, "ns", "clock");
+    pl_out_value(c->out, label, "ns_per_load_max", worst, "ns", "clock");
+    return 0;
+}
+
+int PL_NAME(pl_latency_run)(struct pl_ctx *c)
+{
+    int64_t kbs[LAT_MAX_SIZES];
+    int nsizes = lat_sizes(c->param[LAT_P_MIN_KB], c->param[LAT_P_MAX_KB], c->param[LAT_P_PPO],
+                           kbs, LAT_MAX_SIZES);
+    if (nsizes <= 0)
+        return pl_out_fail(c->out, -EINVAL, "between 1 and %d working-set sizes are possible, "
+                           "not %s", LAT_MAX_SIZES, nsizes ? "more" : "none");
+    int huge = c->param[LAT_P_PAGES] == LAT_PAGES_HUGE;
+    size_t len = (size_t)kbs[nsizes - 1] * 1024;
+    if (huge) /* whole huge pages: even a sweep smaller than one gets the same page size */
+        len = (len + LAT_HUGE_PAGE - 1) & ~(size_t)(LAT_HUGE_PAGE - 1);
+    size_t span = len + LAT_HUGE_PAGE; /* room to align to a huge page */
+    char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return pl_out_fail(c->out, -errno, "mmap of %zu MiB failed", span >> 20);
+    char *buf = (char *)(((uintptr_t)raw + LAT_HUGE_PAGE - 1) & ~(uintptr_t)(LAT_HUGE_PAGE - 1));
+    /* huge pages take the TLB out of the picture (2 MiB pages reach far beyond the LLC), so the
+     * knees are the caches'; small pages add knees at the TLB's reach. EINVAL: no THP here. */
+    if (madvise(buf, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) != 0) {
+        if (errno != EINVAL || !huge) {
+            int err = -errno;
+            munmap(raw, span);
+            return pl_out_fail(c->out, err, "madvise(%s) failed",
+                               huge ? "MADV_HUGEPAGE" : "MADV_NOHUGEPAGE");
+        }
+        /* no THP in this kernel: the smaps reading below says how much is huge (none) */
+    }
+    for (size_t off = 0; off < len; off += LAT_PAGE)
+        buf[off] = 0; /* every page (huge or not) exists before anything is timed */
+    long huge_kb = lat_huge_kb(buf);
+    if (huge_kb >= 0)
+        pl_out_value(c->out, "buffer", "huge_kb", (double)huge_kb, "KiB", "rusage");
+    uint64_t rng = (uint64_t)c->param[LAT_P_SEED];
+    int rc = 0;
+    for (int i = 0; i < nsizes && !rc; i++)
+        rc = lat_size(c, (union lat_node *)buf, kbs[i], &rng);
+    munmap(raw, span);
+    return rc;
+}
+
+#ifndef PL_SIM
+/* Defaults: 4 KiB (well inside any L1) up to max_kb, which 0 lets Python choose: 4x the largest
+ * cache sysfs reports, within the memory budget. Repetitions are short (2^16 loads: ~0.1 ms in
+ * L1, ~1 ms in L3, ~10 ms in DRAM) so that on a busy machine some run between preemptions, which
+ * empty the caches the working set was in; the fastest of 10 is kept. */
+static const struct pl_param lat_params[LAT_NPARAMS] = {
+    {"min_kb", 4, 1, 1 << 20, "KiB", NULL, "smallest working set"},
+    {"max_kb", 0, 0, 1 << 24, "KiB", NULL,
+     "largest working set; 0: 4x the largest cache the machine reports (within the budget)"},
+    {"points_per_octave", 4, 1, 16, "points", NULL, "working-set sizes per doubling"},
+    {"loads", 1 << 16, 1000, 1 << 30, "loads", NULL, "dependent loads timed per repetition"},
+    {"repeats", 10, 1, 100, "repeats", NULL, "timed chases per size; the fastest is kept"},
+    {"pages", LAT_PAGES_HUGE, 0, 1, "", "huge,small", "huge pages take TLB misses out of the "
+     "picture; small (4 KiB) pages add knees at the TLB's reach"},
+    {"seed", 1, 1, INT64_MAX, "", NULL, "seed of the xorshift generator that shuffles the chain"},
+};
+
+const struct pl_workload pl_wl_latency = {
+    "latency", "pointer chase over working sets from 4 KiB to beyond the last-level cache",
+    lat_params, LAT_NPARAMS, pl_latency_run,
+    NULL, /* run_sim: pl_latency_run_sim once sim_variants.c builds it */
+};
+#endif

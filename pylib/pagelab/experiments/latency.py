@@ -1,0 +1,299 @@
+"""latency: a pointer chase over growing working sets; plateaus, and knees at the cache sizes.
+
+The analysis works on the fastest time per load t(s) at each working-set size s, in four steps:
+1. octave rise: R(s) = t(2s) / t(s) (the first size at least twice s stands in for 2s);
+2. transitions: maximal runs of sizes where R(s) >= STEP. A run from s_a to s_b is a climb from
+   t(s_a) to t(e), e the first size at least twice s_b;
+3. knees: in each transition, the size where the curve crosses sqrt(t(s_a) t(e)), the half-way
+   point in ratio (interpolated on log-log axes). With a cache of size C and a random chase,
+   latency gets half-way at ~1.2-1.5 C; a knee is compared with the sizes sysfs reports, NEAR;
+4. plateaus: in each stretch between transitions (from e of one to s_a of the next), the longest
+   run of sizes spanning at least SPAN whose times lie within FLAT of each other.
+No step needs a plateau on both sides of a knee, so a level squeezed by noise or by a shared LLC
+costs a plateau, not the knees around it.
+"""
+
+import math
+import statistics
+
+from .. import _environment as env
+from .._counters import Reading
+from .._errors import BadInput
+from .._results import Claim
+from ._common import MIB
+from ._hw_or_sim import attach, simulated
+
+TIMEOUT = 300
+COUNTS = ("L1-dcache-load-misses", "LLC-load-misses", "dTLB-load-misses")
+EVENTS = ",".join(COUNTS + ("page-faults",))
+MAX_SIZES = 64  # one counted region per size, and a pl_out holds 64 (PL_OUT_MAX_REGIONS)
+AUTO_FACTOR = 4  # auto max_kb: 4x the largest cache, so memory's plateau shows clearly
+AUTO_CAP_KB = 512 * 1024  # beyond this a sweep takes minutes (the warm-up lap alone)
+FALLBACK_MAX_KB = 64 * 1024  # no cache sizes in sysfs: 4x a 16 MiB LLC, common on lab machines
+HUGE_PAGE = 2 * MIB  # a PMD: the buffer is aligned to and, with pages=huge, made of these
+PAGES_HUGE = 0  # the index of "huge" in the C table's pages choices
+# Adjacent levels of a memory hierarchy differ by 2x or more (L1 -> L2 ~3x, L2 -> L3 ~3x,
+# L3 -> DRAM 3-10x), reached within an octave or two of sizes: a rise of 1.5x per octave is a
+# climb; inside a level the fastest of several repetitions varies by a few percent.
+STEP = 1.5
+FLAT = 1.25  # a plateau varies at most this much: well under a step, well over the noise
+SPAN = 2.0  # a plateau covers at least one octave of sizes
+# A knee within 2x of a cache's size: associativity, replacement, sharing and the TLB shift it.
+NEAR = 2.0
+SIM_OVERRIDES = {"repeats": 1}  # the model has no noise to take a minimum over
+SUMMARY = ("ns_per_load", "ns_per_load_max", "L1 misses/load", "LLC misses/load",
+           "dTLB misses/load")
+
+
+def sizes(min_kb, max_kb, ppo):
+    """The working-set sizes in KiB; the same formula as lat_sizes() in csrc/workloads/latency.c."""
+    out = []
+    octave = 0
+    while min_kb << octave <= max_kb:
+        base = min_kb << octave
+        for step in range(ppo):
+            kb = base + base * step // ppo
+            if kb > max_kb:
+                break
+            if not out or kb != out[-1]:
+                out.append(kb)
+        octave += 1
+    return out
+
+
+def _caches():
+    """Data and unified caches from sysfs, smallest first: [(name, bytes)]."""
+    found = [c for c in env.cache_geometry() if c["type"] in ("Data", "Unified") and c["size"]]
+    found.sort(key=lambda c: c["size"])
+    return [(f"L{c['level']}{'d' if c['type'] == 'Data' else ''}", c["size"]) for c in found]
+
+
+def _max_kb(p):
+    """max_kb as given, or (0) auto: AUTO_FACTOR x the largest cache, within the budget and
+    MAX_SIZES sizes."""
+    if p["max_kb"]:
+        return p["max_kb"]
+    caches = _caches()
+    kb = min(AUTO_FACTOR * caches[-1][1] // 1024, AUTO_CAP_KB) if caches else FALLBACK_MAX_KB
+    budget = env.memory_budget()["bytes"]
+    if budget is not None:
+        kb = min(kb, budget // 1024)
+    if kb < p["min_kb"]:
+        return kb  # _resolve says so
+    return sizes(p["min_kb"], kb, p["points_per_octave"])[:MAX_SIZES][-1]
+
+
+def _resolve(p):
+    max_kb = _max_kb(p)
+    if p["min_kb"] > max_kb:
+        raise BadInput(f"latency: min_kb ({p['min_kb']}) must not exceed max_kb ({max_kb})")
+    n = len(sizes(p["min_kb"], max_kb, p["points_per_octave"]))
+    if n > MAX_SIZES:
+        raise BadInput(f"latency: {n} working-set sizes from {p['min_kb']} to {max_kb} KiB at "
+                       f"{p['points_per_octave']} per octave; at most {MAX_SIZES} fit one run "
+                       "(raise min_kb, lower max_kb or points_per_octave)")
+    return {**p, "max_kb": max_kb}
+
+
+def _buffer_bytes(p):
+    """The chase buffer: the largest size, in whole huge pages when huge pages are asked for."""
+    size = p["max_kb"] * 1024
+    return -(-size // HUGE_PAGE) * HUGE_PAGE if p["pages"] == PAGES_HUGE else size
+
+
+def memory(p):
+    size = _buffer_bytes(_resolve(p))
+    return size, size + HUGE_PAGE  # + room to align the mapping to a huge page
+
+
+def run(ctx):
+    ctx.params.update(_resolve(ctx.params))  # the result shows the max_kb that ran
+    p = ctx.params
+    measured, _ = ctx.workload(EVENTS)
+    sim = simulated(ctx, **SIM_OVERRIDES)
+    attach(measured, sim, COUNTS)
+    buffer = next((m for m in measured if m.label == "buffer"), None)
+    points = _points(measured)
+    timed = {"hw": p["loads"] * p["repeats"],
+             "sim": p["loads"] * SIM_OVERRIDES.get("repeats", p["repeats"])}
+    for m in points:
+        _per_load(m, timed)
+    curve, levels, knees, caches = _analyse(points)
+    claims = [_plateaus(levels, caches, curve), _near(knees, caches, curve)]
+    notes = _notes(p, buffer, points, sim)
+    return ctx.result(points + ([buffer] if buffer else []), claims, notes, summary=SUMMARY,
+                      figure=figure)
+
+
+def _points(measured):
+    """The per-size measurements (labelled "N KiB"), smallest first."""
+    return [m for m in measured if m.label.endswith(" KiB")]
+
+
+def _bytes(label):
+    return int(label.split()[0]) * 1024
+
+
+def _per_load(m, timed):
+    """Miss counts per timed load, where a source (hw, else sim) counted them; ``timed`` is the
+    number of timed loads by source (the simulated run repeats less)."""
+    for name, short in zip(COUNTS, ("L1", "LLC", "dTLB")):
+        r = m.metrics.get(name)
+        if r is not None and r.best is not None:
+            m.add(Reading(f"{short} misses/load", r.best / timed[r.best_source], r.best_source))
+
+
+def _analyse(points):
+    curve = [(_bytes(m.label), m["ns_per_load"].value) for m in points]
+    climbs = _transitions(curve)
+    return curve, _plateaus_of(curve, climbs), _knees(curve, climbs), _caches()
+
+
+# ---- the analysis: pure functions of (bytes, ns) points, so tests can feed made-up curves ----
+
+def _octave_up(curve, i):
+    """Index of the first size at least twice curve[i]'s, or None past the sweep's end."""
+    return next((j for j in range(i + 1, len(curve)) if curve[j][0] >= 2 * curve[i][0]), None)
+
+
+def _transitions(curve):
+    """Climbs (a, e): a run of sizes rising >= STEP per octave, from a to an octave past it."""
+    rising = []
+    for i, (_, t) in enumerate(curve):
+        up = _octave_up(curve, i)
+        rising.append(up is not None and curve[up][1] >= STEP * t)
+    climbs, i = [], 0
+    while i < len(curve):
+        if not rising[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(curve) and rising[j + 1]:
+            j += 1
+        climbs.append((i, _octave_up(curve, j)))
+        i = j + 1
+    return climbs
+
+
+def _knees(curve, climbs):
+    """In each climb, where latency crosses the geometric mean of its two ends."""
+    knees = []
+    for a, e in climbs:
+        target = math.sqrt(curve[a][1] * curve[e][1])
+        k = next((k for k in range(a + 1, e + 1) if curve[k][1] >= target), e)
+        (s0, t0), (s1, t1) = curve[k - 1], curve[k]
+        f = (math.log(target / t0) / math.log(t1 / t0)) if t1 > t0 and target > t0 else 0.0
+        knees.append({"bytes": s0 * (s1 / s0) ** min(f, 1.0), "ns": target})
+    return knees
+
+
+def _plateaus_of(curve, climbs):
+    """In each stretch between climbs, its longest run within FLAT spanning >= SPAN:
+    [{'first', 'last', 'ns'}], the median time of the run as its level."""
+    bounds = [0] + [i for a, e in climbs for i in (a, e)] + [len(curve) - 1]
+    found = []
+    for first, last in zip(bounds[::2], bounds[1::2]):
+        runs = [(i, j) for i in range(first, last + 1) for j in range(i + 1, last + 1)
+                if curve[j][0] >= SPAN * curve[i][0] and _flat(curve[i:j + 1])]
+        if runs:
+            i, j = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
+            found.append({"first": i, "last": j,
+                          "ns": statistics.median(t for _, t in curve[i:j + 1])})
+    return found
+
+
+def _flat(points):
+    times = [t for _, t in points]
+    return max(times) <= FLAT * min(times)
+
+
+def _size(b):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift:
+            v = b / (1 << shift)
+            return f"{v:.3g} {unit}" if v < 1000 else f"{v:.0f} {unit}"
+    return f"{b:.0f} B"
+
+
+def _passed(caches, curve):
+    """The caches the sweep brackets: starting at C/NEAR or below, reaching NEAR x C or beyond."""
+    return [(n, c) for n, c in caches if curve[0][0] <= c / NEAR and curve[-1][0] >= c * NEAR]
+
+
+def _plateaus(levels, caches, curve):
+    text = ("load latency forms plateaus: flat while the working set fits one level of the "
+            "memory hierarchy, stepping up between levels")
+    # a cache's plateau after it shows once the sweep reaches ~4x its size (climb, then an octave)
+    beyond = [c for _, c in caches if curve[0][0] <= c / NEAR and curve[-1][0] >= 4 * c]
+    if caches and not beyond:
+        return Claim("latency-plateaus", text, None,
+                     reason=f"the sweep ({_size(curve[0][0])}-{_size(curve[-1][0])}) does not "
+                            "reach 4x any reported cache, so no second plateau can show")
+    needed = 3 if len(beyond) >= 2 else 2
+    shown = ", ".join(f"{lv['ns']:.3g} ns ({_size(curve[lv['first']][0])}-"
+                      f"{_size(curve[lv['last']][0])})" for lv in levels)
+    return Claim("latency-plateaus", text, len(levels) >= needed,
+                 f"{len(levels)} plateaus: {shown or 'none'} (clock); "
+                 f"at least {needed} expected from the caches the sweep reaches 4x beyond")
+
+
+def _near(knees, caches, curve):
+    text = ("the knees between plateaus lie within 2x of the L1d, L2 and last-level cache sizes "
+            "the machine reports")
+    if not caches:
+        return Claim("latency-knees-near-caches", text, None,
+                     reason="this machine reports no cache sizes in sysfs "
+                            "(/sys/devices/system/cpu/cpu0/cache)")
+    passed = _passed(caches, curve)
+    if not passed:
+        return Claim("latency-knees-near-caches", text, None,
+                     reason=f"the sweep ({_size(curve[0][0])}-{_size(curve[-1][0])}) brackets no "
+                            f"reported cache within {NEAR:g}x on both sides")
+    parts, holds = [], True
+    for name, c in passed:
+        best = min(knees, key=lambda k: abs(math.log(k["bytes"] / c)), default=None)
+        ok = best is not None and c / NEAR <= best["bytes"] <= c * NEAR
+        holds &= ok
+        if best is None:
+            parts.append(f"{name} {_size(c)}: no knee")
+        else:
+            parts.append(f"{name} {_size(c)}: {'knee' if ok else 'nearest knee'} at "
+                         f"{_size(best['bytes'])} ({best['bytes'] / c:.2g}x)")
+    return Claim("latency-knees-near-caches", text, holds,
+                 "; ".join(parts) + " (sizes from sysfs, knees from clock)")
+
+
+def _notes(p, buffer, points, sim):
+    notes = []
+    if buffer is not None and "huge_kb" in buffer.metrics:
+        share = buffer["huge_kb"].value * 1024 / _buffer_bytes(p)
+        notes.append(f"{share:.0%} of the buffer was in transparent huge pages "
+                     "(/proc/self/smaps, rusage)" + (
+                         "; the rest adds TLB misses and can add knees at the TLB's reach"
+                         if p["pages"] == PAGES_HUGE and share < 0.9 else ""))
+    switched = sum(m["nivcsw"].value for m in points if "nivcsw" in m.metrics)
+    notes.append(f"ns_per_load is the chasing thread's CPU time (CLOCK_THREAD_CPUTIME_ID) per "
+                 f"load, the fastest of {p['repeats']} repetitions of {p['loads']:,} loads: time "
+                 f"spent preempted does not count, but what the other processes do to shared "
+                 f"caches does ({switched} involuntary context switches during the chases, "
+                 "rusage)")
+    if sim.reason:
+        notes.append(f"miss counts per load: {sim.reason}")
+    return notes
+
+
+def figure(result):
+    from .._plots import lines, markers, side_by_side, size_axis, vlines
+
+    ms = _points(result.measurements)
+    curve, _, knees, caches = _analyse(ms)
+    x = [s for s, _ in curve]
+    panel = lines("ns per load", x, {
+        f"fastest of {result.params['repeats']}": [m["ns_per_load"] for m in ms],
+        "slowest": [m["ns_per_load_max"] for m in ms]}, "working set", log_x=True, log_y=True)
+    panel.traces.append(markers("knees", [k["bytes"] for k in knees],
+                               [Reading("knee", k["ns"], "clock", "ns") for k in knees]))
+    fig = side_by_side("latency: pointer chase, time per dependent load", panel)
+    size_axis(fig, x[0], x[-1])
+    vlines(fig, [(c, f"{n} {_size(c)}") for n, c in caches if x[0] <= c <= x[-1]])
+    return fig

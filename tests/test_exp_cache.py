@@ -1,0 +1,202 @@
+"""cache: the seed's do_mem_access, its claims, the hw-or-sim adapter and the sim-mode build."""
+
+import gc
+import json
+import subprocess
+
+import pytest
+
+import pagelab
+from helpers import CFLAGS, ROOT, fd_count, run
+from pagelab._counters import Reading
+from pagelab._results import Measured
+from pagelab._workloads import workload
+from pagelab.experiments import _hw_or_sim, cache
+
+SMALL = {"sets": 256}  # 2M accesses per variant: a few ms
+
+
+@pytest.fixture(scope="module")
+def result():
+    return pagelab.run("cache", progress=None, **SMALL)
+
+
+def pmu_counts(r):
+    return r["sequential"]["L1-dcache-loads"].value is not None
+
+
+def test_measurements_are_labelled_and_plausible(result):
+    """Both variants report clock time per access, no page faults in the hot loop, and rusage."""
+    assert result.labels() == ["sequential", "random"]
+    for m in result.measurements:
+        ns = m["ns_per_access"]
+        assert ns.source == "clock" and 0.05 < ns.value < 100, ns
+        pf = m["page-faults"]
+        assert pf.best_source in ("sw", "rusage") and pf.best == 0  # prefaulted before the region
+        assert m["minflt"].source == "rusage" and m["minflt"].value == 0
+        assert m["utime"].source == "rusage"
+
+
+def test_cache_counts_are_never_silently_substituted(result):
+    """Without a PMU, L1/TLB counts are None with a reason; nothing else stands in for them."""
+    if pmu_counts(result):
+        pytest.skip("this machine has a PMU: the counts are measured (hw)")
+    for m in result.measurements:
+        for name in cache.COUNTS:
+            r = m[name]
+            assert r.value is None and r.source == "hw" and r.reason
+            assert r.fallback is None  # no simulated run was asked for
+        assert m["l1_load_miss_rate"].value is None
+
+
+def test_claims_hold_or_say_why_not(result):
+    """With a PMU both claims hold; without one they are not evaluated and say why, in full."""
+    for c in result.claims:
+        if pmu_counts(result):
+            assert c.holds is True, c
+            assert "(hw)" in c.evidence
+        else:
+            assert c.holds is None, c
+            assert "is not available here" in c.reason and "no simulated variant" in c.reason
+
+
+def test_claims_hold_with_the_simulator():
+    """With sim=True the claims are evaluated from hw, else sim, and both hold."""
+    if not workload("cache").has_sim:
+        pytest.skip("the simulated build of cache is not wired yet (run_sim is NULL)")
+    r = pagelab.run("cache", sim=True, progress=None, **SMALL)
+    for c in r.claims:
+        assert c.holds is True, c
+        assert "(hw)" in c.evidence or "(sim)" in c.evidence
+
+
+def test_sim_without_a_simulated_build_says_so():
+    """Asking for sim before the build exists names the missing build, not a generic failure."""
+    if workload("cache").has_sim:
+        pytest.skip("cache has a simulated build")
+    r = pagelab.run("cache", sim=True, progress=None, **SMALL)
+    assert all(c.holds is not None or "no simulated build yet" in c.reason for c in r.claims)
+
+
+def test_a_run_leaves_no_descriptor_behind():
+    """Running an experiment closes its worker's pipes and selector at once, not at GC."""
+    gc.disable()
+    try:
+        before = fd_count()
+        pagelab.run("cache", sets=16, progress=None)
+        assert fd_count() == before
+    finally:
+        gc.enable()
+
+
+# ---- the adapter point: claims evaluate from sim readings exactly as from hw ones ----
+
+def _model(source_of_counts):
+    """Measurements shaped like a real run, counts from a simple model of the seed's pattern."""
+    counts = {"sequential": (7168 * 256, 448 * 256, 0), "random": (7168 * 256, 449 * 256, 1700)}
+    measured, sim = [], _hw_or_sim.Simulated()
+    for label, values in counts.items():
+        m = Measured(label)
+        for name, v in zip(cache.COUNTS, values):
+            if source_of_counts == "hw":
+                m.add(Reading(name, v, "hw"))
+            else:
+                m.add(Reading(name, None, "hw", reason="no PMU: ENOENT"))
+                sim.by_label.setdefault(label, {})[name] = Reading(name, v, "sim")
+        measured.append(m)
+    return measured, sim
+
+
+@pytest.mark.parametrize("source", ["hw", "sim"])
+def test_claim_functions_evaluate_from_either_source(source):
+    """The same claim code holds on hw counts and on simulated ones, and names the source."""
+    measured, sim = _model(source)
+    _hw_or_sim.attach(measured, sim, cache.COUNTS)
+    for m in measured:
+        m.add(_hw_or_sim.ratio("l1_load_miss_rate", m["L1-dcache-load-misses"],
+                               m["L1-dcache-loads"]))
+    by = {m.label: m for m in measured}
+    p = {"passes": 16, "lines": 512}
+    for c in (cache._l1_low(by, p, sim), cache._tlb_ratio(by, sim)):
+        assert c.holds is True, c
+        assert f"({source})" in c.evidence
+
+
+def test_hw_is_preferred_and_sources_never_mix():
+    """hw wins where it counted; a ratio is never hw over sim; sim sits beside hw for comparison."""
+    hw = Reading("L1-dcache-load-misses", 10, "hw")
+    loads_missing = Reading("L1-dcache-loads", None, "hw", reason="no PMU: ENOENT")
+    m = Measured("x")
+    m.add(hw)
+    m.add(loads_missing)
+    sim = _hw_or_sim.Simulated({"x": {"L1-dcache-load-misses": Reading("L1-dcache-load-misses",
+                                                                       20, "sim"),
+                                      "L1-dcache-loads": Reading("L1-dcache-loads", 100, "sim")}})
+    _hw_or_sim.attach([m], sim, cache.COUNTS)
+    assert m["L1-dcache-load-misses"].best == 10 and m["L1-dcache-load-misses (sim)"].value == 20
+    assert m["L1-dcache-loads"].best == 100 and m["L1-dcache-loads"].best_source == "sim"
+    rate = _hw_or_sim.ratio("rate", m["L1-dcache-load-misses"], m["L1-dcache-loads"])
+    assert rate.value is None  # 10 (hw) / 100 (sim) would be a mixed ratio
+    assert _hw_or_sim.same_source(m["L1-dcache-load-misses"], m["L1-dcache-loads"]) is None
+
+
+# ---- bad input, the blocked profile, the sim-mode build ----
+
+def test_bad_input_is_one_clear_error():
+    """Unknown parameters, out-of-range values and a working set larger than the buffer."""
+    with pytest.raises(pagelab.BadInput, match="no parameter 'set'"):
+        pagelab.run("cache", set=1, progress=None)
+    with pytest.raises(pagelab.BadInput, match="lines must be in 1.."):
+        pagelab.run("cache", lines=0, progress=None)
+    with pytest.raises(pagelab.BadInput, match="does not fit the 1 MiB buffer"):
+        pagelab.run("cache", size_mb=1, lines=1 << 15, progress=None)
+
+
+def test_over_budget_is_refused_before_running():
+    """A buffer larger than the memory budget raises BudgetExceeded and runs nothing."""
+    from pagelab import _environment as env
+
+    budget = env.memory_budget()["bytes"]
+    if budget is None or budget >= 1 << 36:
+        pytest.skip(f"the memory budget here ({budget}) admits even the largest buffer")
+    with pytest.raises(pagelab.BudgetExceeded):
+        pagelab.run("cache", size_mb=1 << 16, progress=None)
+
+
+def test_blocked_profile_says_why(tools_dir, pagelab_cmd):
+    """Under seccomp: counts unavailable (EACCES), claims unevaluated with reasons, rusage kept."""
+    p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "run", "cache", "--json",
+             "--set", "sets=256"])
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["environment"]["profile"] == "blocked"
+    for m in doc["measurements"]:
+        l1 = m["metrics"]["L1-dcache-load-misses"]
+        assert l1["value"] is None and "seccomp" in l1["reason"]
+        assert m["metrics"]["page-faults"]["fallback"]["source"] == "rusage"
+        assert m["metrics"]["ns_per_access"]["source"] == "clock"
+    for c in doc["claims"]:
+        assert c["holds"] is None and "seccomp" in c["reason"]
+
+
+def test_workloads_compile_as_the_simulated_build(tmp_path):
+    """cache.c and latency.c build with -DPL_SIM, alone and together in one unit, warning-free."""
+    include = ROOT / "csrc" / "include"
+    dirs = [f"-I{include}"]
+    if not (include / "pl_sim.h").exists():  # until the simulator lands: its declared interface
+        (tmp_path / "pl_sim.h").write_text(
+            "#include <stdint.h>\nstruct pl_sim;\n"
+            "void pl_sim_access(struct pl_sim *sim, uint64_t addr, unsigned size, int write);\n")
+        dirs.insert(0, f"-I{tmp_path}")
+    files = [ROOT / "csrc" / "workloads" / n for n in ("cache.c", "latency.c")]
+    unit = tmp_path / "sim_variants.c"
+    unit.write_text("".join(f'#include "{f}"\n' for f in files))
+    for src in [*files, unit]:
+        obj = tmp_path / (src.stem + ".o")
+        p = subprocess.run(["cc", *CFLAGS, "-DPL_SIM", *dirs, "-c", str(src), "-o", str(obj)],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, f"{src}:\n{p.stderr}"
+    symbols = subprocess.run(["nm", "-g", "--defined-only", str(tmp_path / "sim_variants.o")],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert "pl_cache_run_sim" in symbols and "pl_latency_run_sim" in symbols
+    assert not any(s.startswith("pl_wl_") for s in symbols)  # the table entries exist once

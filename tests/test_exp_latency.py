@@ -1,0 +1,175 @@
+"""latency: the pointer chase, its sizes, the knee analysis and the claims."""
+
+import json
+import random
+
+import pytest
+
+import pagelab
+from helpers import run
+from pagelab import _environment as env
+from pagelab.experiments import latency
+
+QUICK = {"loads": 4000, "repeats": 3}  # enough for L1/L2 latencies; a run takes well under 1 s
+
+
+def l1d():
+    return next((size for name, size in latency._caches() if name == "L1d"), None)
+
+
+@pytest.fixture(scope="module")
+def default():
+    """The chapter's run: default parameters (up to 4x the LLC)."""
+    return pagelab.run("latency", progress=None)
+
+
+def test_c_and_python_agree_on_the_sizes():
+    """The labels the C sweep reports are exactly the sizes latency.sizes() computes."""
+    for min_kb, max_kb, ppo in ((4, 256, 3), (1, 8, 8), (5, 100, 4)):
+        r = pagelab.run("latency", min_kb=min_kb, max_kb=max_kb, points_per_octave=ppo,
+                        progress=None, **QUICK)
+        got = [int(label.split()[0]) for label in r.labels() if label.endswith(" KiB")]
+        assert got == latency.sizes(min_kb, max_kb, ppo)
+        assert len(set(got)) == len(got)
+
+
+def test_claims_hold_around_the_l1():
+    """Swept from 4 KiB to 8x L1d: two plateaus, and the knee within 2x of the L1d size."""
+    size = l1d()
+    if size is None:
+        pytest.skip("this machine reports no L1d size in sysfs")
+    r = pagelab.run("latency", max_kb=8 * size // 1024, progress=None, **QUICK)
+    for c in r.claims:
+        assert c.holds is True, c
+    assert f"L1d {size // 1024} KiB: knee at" in r.claim("latency-knees-near-caches").evidence
+
+
+def test_default_run_shows_the_hierarchy(default):
+    """Defaults: at least three plateaus, memory >= 10x slower than L1, a knee near L1d, sources."""
+    assert default.claim("latency-plateaus").holds is True, default.claim("latency-plateaus")
+    knees = default.claim("latency-knees-near-caches")
+    assert knees.holds is not None and "sizes from sysfs, knees from clock" in knees.evidence
+    points = latency._points(default.measurements)
+    assert all(m["ns_per_load"].source == "clock" and m["ns_per_load"].value > 0 for m in points)
+    first, last = points[0]["ns_per_load"].value, points[-1]["ns_per_load"].value
+    assert last >= 10 * first  # DRAM vs L1: 50-200x on any machine
+    curve, _, found, caches = latency._analyse(points)
+    if l1d():
+        assert any(l1d() / 2 <= k["bytes"] <= 2 * l1d() for k in found), found
+
+
+def test_auto_max_is_four_times_the_largest_cache(default):
+    """max_kb=0 resolves to 4x the largest reported cache (within budget), shown in params."""
+    caches = latency._caches()
+    if not caches:
+        pytest.skip("this machine reports no cache sizes in sysfs")
+    want = latency.sizes(4, 4 * caches[-1][1] // 1024, 4)[:latency.MAX_SIZES][-1]
+    if env.memory_budget()["bytes"] < want * 1024:
+        pytest.skip("the memory budget caps the sweep below 4x the LLC here")
+    assert default.params["max_kb"] == want
+    assert latency.memory({**default.params, "max_kb": 0})[0] == want * 1024
+
+
+def test_huge_pages_and_noise_are_reported(default):
+    """The result says how much of the buffer was huge and how often the chase was preempted."""
+    notes = " ".join(default.notes)
+    assert "involuntary context switches" in notes and "fastest of 10" in notes
+    if env.thp_mode() in ("always", "madvise"):
+        assert "of the buffer was in transparent huge pages" in notes
+    assert "no simulated variant" in notes
+
+
+# ---- the analysis on made-up curves: it finds real steps and refuses a ramp ----
+
+STAIRS = [(32 << 10, 1.0), (1 << 20, 4.0), (32 << 20, 14.0), (1 << 40, 150.0)]
+
+
+def curve(fn, noise=0.0, seed=7):
+    rnd = random.Random(seed)
+    sizes = [kb * 1024 for kb in latency.sizes(4, 128 << 10, 4)]
+    return [(s, fn(s) * (1 + rnd.uniform(-noise, noise))) for s in sizes]
+
+
+def staircase(s):
+    """A cache of size C serves a random chase over s > C with probability C/s."""
+    t, prev_c, prev_t = None, None, None
+    for c, level in STAIRS:
+        if t is None and s <= c:
+            t = level if prev_c is None or s <= prev_c else \
+                (prev_c / s) * prev_t + (1 - prev_c / s) * level
+        prev_c, prev_t = c, level
+    return t
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.05])
+def test_analysis_finds_the_knees_of_a_staircase(noise):
+    """Knees land within 2x of 32 KiB, 1 MiB and 32 MiB, and L1, L2 and L3 show plateaus, even
+    with 5% noise (memory's is still climbing at 4x the LLC in this model)."""
+    c = curve(staircase, noise)
+    climbs = latency._transitions(c)
+    knees = latency._knees(c, climbs)
+    for size in (32 << 10, 1 << 20, 32 << 20):
+        assert any(size / 2 <= k["bytes"] <= 2 * size for k in knees), (size, knees)
+    assert len(latency._plateaus_of(c, climbs)) == 3
+
+
+def test_analysis_refuses_a_ramp():
+    """Latency rising smoothly (s^0.3) has no climbs, so no knees and one stretch: claims fail."""
+    c = curve(lambda s: s ** 0.3)
+    climbs = latency._transitions(c)
+    levels = latency._plateaus_of(c, climbs)
+    assert climbs == [] and len(levels) <= 1
+    caches = [("L1d", 32 << 10), ("L2", 1 << 20)]
+    assert latency._plateaus(levels, caches, c).holds is False
+    assert latency._near(latency._knees(c, climbs), caches, c).holds is False
+
+
+def test_claims_are_not_judged_beyond_the_sweep():
+    """A sweep that cannot show a second plateau or bracket a cache leaves the claims unjudged."""
+    c = curve(staircase)[:8]  # 4-14 KiB: inside L1
+    caches = [("L1d", 32 << 10)]
+    assert latency._plateaus([], caches, c).holds is None
+    assert "does not reach 4x" in latency._plateaus([], caches, c).reason
+    assert latency._near([], caches, c).holds is None
+    assert latency._near([], [], c).reason.startswith("this machine reports no cache sizes")
+
+
+# ---- bad input and the blocked profile ----
+
+def test_bad_input_is_one_clear_error():
+    """Unknown keys, bad choices, an empty range and too many sizes are refused up front."""
+    with pytest.raises(pagelab.BadInput, match="no parameter"):
+        pagelab.run("latency", size_kb=4, progress=None)
+    with pytest.raises(pagelab.BadInput, match="pages must be one of huge, small"):
+        pagelab.run("latency", pages="medium", progress=None)
+    with pytest.raises(pagelab.BadInput, match="min_kb .* must not exceed max_kb"):
+        pagelab.run("latency", min_kb=64, max_kb=32, progress=None)
+    with pytest.raises(pagelab.BadInput, match="at most 64 fit one run"):
+        pagelab.run("latency", max_kb=1 << 20, points_per_octave=16, progress=None)
+
+
+def test_over_budget_is_refused_before_running():
+    """A sweep larger than the memory budget raises BudgetExceeded and runs nothing."""
+    budget = env.memory_budget()["bytes"]
+    if budget is None or budget >= 1 << 34:
+        pytest.skip(f"the memory budget here ({budget}) admits even the largest sweep")
+    with pytest.raises(pagelab.BudgetExceeded):
+        pagelab.run("latency", min_kb=1 << 20, max_kb=1 << 24, progress=None)
+
+
+def test_blocked_profile_still_times_and_judges(tools_dir, pagelab_cmd):
+    """Under seccomp the chase is timed by the clock, so both claims are still evaluated."""
+    size = l1d()
+    if size is None:
+        pytest.skip("this machine reports no L1d size in sysfs")
+    p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "run", "latency", "--json",
+             "--set", f"max_kb={8 * size // 1024}", "--set", "loads=4000", "--set", "repeats=3"])
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["environment"]["profile"] == "blocked"
+    for m in doc["measurements"]:
+        if m["label"].endswith(" KiB"):
+            assert m["metrics"]["ns_per_load"]["source"] == "clock"
+            assert "seccomp" in m["metrics"]["L1-dcache-load-misses"]["reason"]
+            assert m["metrics"]["page-faults"]["fallback"]["source"] == "rusage"
+    assert all(c["holds"] is True for c in doc["claims"]), doc["claims"]
