@@ -73,7 +73,11 @@ class Result:
         return [m.label for m in self.measurements if m.label.startswith(prefix)]
 
     def claim(self, claim_id):
-        return next(c for c in self.claims if c.id == claim_id)
+        for c in self.claims:
+            if c.id == claim_id:
+                return c
+        raise KeyError(f"{self.experiment} has no claim {claim_id!r} "
+                       f"(have: {', '.join(c.id for c in self.claims)})")
 
     def verdicts(self):
         """One deterministic line per claim, for the checked cells of the chapters."""
