@@ -1,0 +1,42 @@
+"""`pagelab run all`: every experiment with its defaults, in the normal and the blocked profile."""
+
+import json
+
+import pytest
+
+import pagelab
+from helpers import run
+
+SOURCES = {"hw", "sw", "rusage", "sim", "clock"}
+
+
+def check_document(doc):
+    names = [r["experiment"] for r in doc["results"]]
+    assert names == pagelab.experiment_names()
+    for r in doc["results"]:
+        assert r["claims"], r["experiment"]
+        for m in r["measurements"]:
+            for name, metric in m["metrics"].items():
+                assert metric["source"] in SOURCES, (r["experiment"], m["label"], name)
+                assert metric["value"] is not None or metric.get("reason"), (m["label"], name)
+        for c in r["claims"]:
+            assert c["holds"] in (True, False, None)
+            assert c["evidence"] if c["holds"] is not None else c["reason"], c
+
+
+@pytest.mark.parametrize("blocked", [False, True], ids=["this-machine", "blocked"])
+def test_run_all_covers_every_experiment_with_labelled_results(tools_dir, pagelab_cmd, blocked):
+    """run all returns every experiment in table order, each reading labelled, each claim either
+    judged with evidence or not evaluated with a reason; blocked, no perf value appears."""
+    prefix = [str(tools_dir / "pl-noperf")] if blocked else []
+    p = run(prefix + pagelab_cmd + ["run", "all", "--json"], timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads(p.stdout)
+    check_document(doc)
+    assert doc["environment"]["profile"] == ("blocked" if blocked else pagelab.doctor().profile)
+    if blocked:
+        for r in doc["results"]:
+            for m in r["measurements"]:
+                for name, metric in m["metrics"].items():
+                    if metric["source"] in ("hw", "sw"):
+                        assert metric["value"] is None, (r["experiment"], m["label"], name)
