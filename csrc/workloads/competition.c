@@ -112,16 +112,21 @@ static const char *where(const char *dir, char buf[PATH_MAX])
 }
 
 /* The first scratch directory on a disk-backed filesystem; else the last one that worked, so
- * the run still happens and Python reports the eviction claims as not evaluated. */
+ * the run still happens and Python reports the eviction claims as not evaluated. The user's
+ * $PAGELAB_SCRATCH, when set, is the only candidate (as for mmap-modes). */
 static int open_scratch(struct pl_ctx *c, struct victim *v)
 {
-    const char *env = getenv("TMPDIR");
+    const char *scratch = getenv("PAGELAB_SCRATCH"), *tmpdir = getenv("TMPDIR");
     const char *dirs[1 + sizeof scratch_dirs / sizeof scratch_dirs[0]];
     int n = 0;
-    if (env && *env)
-        dirs[n++] = env;
-    for (size_t i = 0; i < sizeof scratch_dirs / sizeof scratch_dirs[0]; i++)
-        dirs[n++] = scratch_dirs[i];
+    if (scratch && *scratch) {
+        dirs[n++] = scratch;
+    } else {
+        if (tmpdir && *tmpdir)
+            dirs[n++] = tmpdir;
+        for (size_t i = 0; i < sizeof scratch_dirs / sizeof scratch_dirs[0]; i++)
+            dirs[n++] = scratch_dirs[i];
+    }
     int fallback = -1, err = ENOENT;
     char fallback_dir[PATH_MAX] = "";
     long fallback_type = 0;
