@@ -5,8 +5,11 @@
 #include <linux/perf_event.h>
 
 #include "pl_counters.h"
+#include "pl_cpuid.h"
 #include "pl_events.h"
 #include "pl_region.h"
+#include "pl_sim.h"
 #include "pl_spawn.h"
+#include "pl_trace.h"
 
 #endif
