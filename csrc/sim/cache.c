@@ -19,20 +19,21 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
     while ((1u << c->plru_depth) < ways)
         c->plru_depth++;
     c->tag = malloc(lines * sizeof *c->tag);
+    c->stamp = malloc(lines * sizeof *c->stamp);
     c->dirty = malloc(lines);
     c->fill = malloc(sets * sizeof *c->fill);
     if (policy == PL_POLICY_PLRU)
         c->plru = malloc(sets * sizeof *c->plru);
-    if (classify) {
+    int ok = c->tag && c->stamp && c->dirty && c->fill && (policy != PL_POLICY_PLRU || c->plru);
+    if (ok && classify) {
         c->cls = malloc(sizeof *c->cls);
         if (c->cls && pl_classifier_init(c->cls, (uint32_t)lines)) {
             free(c->cls);
             c->cls = NULL;
-            classify = -1;
         }
+        ok = c->cls != NULL;
     }
-    if (!c->tag || !c->dirty || !c->fill || (policy == PL_POLICY_PLRU && !c->plru) ||
-        (classify && !c->cls)) {
+    if (!ok) {
         pl_cache_free(c);
         return -ENOMEM;
     }
@@ -43,6 +44,7 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
 void pl_cache_free(struct pl_cache *c)
 {
     free(c->tag);
+    free(c->stamp);
     free(c->dirty);
     free(c->fill);
     free(c->plru);
@@ -55,12 +57,18 @@ void pl_cache_free(struct pl_cache *c)
 
 void pl_cache_reset(struct pl_cache *c)
 {
-    uint64_t sets = c->set_mask + 1;
+    uint64_t sets = c->set_mask + 1, lines = sets * c->ways;
+    for (uint64_t i = 0; i < lines; i++)
+        c->tag[i] = PL_NO_LINE;
+    memset(c->stamp, 0, lines * sizeof *c->stamp);
+    memset(c->dirty, 0, lines);
     memset(c->fill, 0, sets * sizeof *c->fill);
     if (c->plru)
         memset(c->plru, 0, sets * sizeof *c->plru);
+    c->clock = 0;
     /* xorshift64* must not start at 0; mixing the seed also spreads nearby seeds apart */
     c->rng = (c->seed ^ 0x2545F4914F6CDD1Dull) * 0x9E3779B97F4A7C15ull | 1;
+    c->mru_valid = 0;
     if (c->cls)
         pl_classifier_reset(c->cls);
     c->err = 0;
@@ -79,10 +87,23 @@ static uint32_t random_way(struct pl_cache *c)
     return (uint32_t)(((uint64_t)r * c->ways) >> 32);
 }
 
+/* The slot with the smallest stamp: least recently used (LRU) or oldest (FIFO). Stamps are
+ * unique, so there are no ties. */
+static uint32_t oldest_way(const uint64_t *stamp, uint32_t ways)
+{
+    uint32_t w = 0;
+    uint64_t min = stamp[0]; /* in a register: no load waits on the previous choice */
+    for (uint32_t i = 1; i < ways; i++) {
+        w = stamp[i] < min ? i : w;
+        min = stamp[i] < min ? stamp[i] : min;
+    }
+    return w;
+}
+
 /* Tree-PLRU over ways = 2^depth leaves. Node n (root 0) has children 2n+1 and 2n+2; its bit
  * says on which side the next victim is (0 left, 1 right). A touched way turns every bit on its
  * path to point away from it. */
-static void plru_touch(uint64_t *bits, unsigned depth, uint32_t way)
+void pl_cache_plru_touch(uint64_t *bits, unsigned depth, uint32_t way)
 {
     uint32_t node = 0;
     for (unsigned level = 0; level < depth; level++) {
@@ -108,47 +129,31 @@ static uint32_t plru_victim(uint64_t bits, unsigned depth)
 
 static void classify_miss(struct pl_cache *c, uint64_t line, int shadow_hit)
 {
+    /* a shadow hit means the line was touched before: only shadow misses can be compulsory */
+    if (shadow_hit) {
+        c->n.conflict++;
+        return;
+    }
     int seen = pl_seen_test_and_set(c->cls, line);
     if (seen < 0)
         c->err = seen;
-    else if (!seen)
-        c->n.compulsory++;
-    else if (shadow_hit)
-        c->n.conflict++;
-    else
+    else if (seen)
         c->n.capacity++;
+    else
+        c->n.compulsory++;
 }
 
-int pl_cache_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty)
+int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
+                  int shadow_hit)
 {
-    uint64_t set = line & c->set_mask;
-    uint64_t *tag = c->tag + set * c->ways;
-    uint8_t *drt = c->dirty + set * c->ways;
+    uint64_t set = line & c->set_mask, base = set * c->ways;
     uint32_t fill = c->fill[set];
-    int shadow_hit = c->cls ? pl_shadow_access(c->cls, line) : 0;
-    if (is_write)
-        c->n.writes++;
-    else
-        c->n.reads++;
-
-    for (uint32_t i = 0; i < fill; i++) {
-        if (tag[i] != line)
-            continue;
-        uint8_t d = drt[i] | (uint8_t)(is_write != 0);
-        if (c->policy == PL_POLICY_LRU && i > 0) {
-            /* move to the front: the set stays in most-recently-used order */
-            memmove(tag + 1, tag, i * sizeof *tag);
-            memmove(drt + 1, drt, i);
-            tag[0] = line;
-            i = 0;
-        } else if (c->policy == PL_POLICY_PLRU) {
-            plru_touch(&c->plru[set], c->plru_depth, i);
-        }
-        drt[i] = d;
-        *dirty = &drt[i];
-        return PL_SIM_HIT;
+    if (line == PL_NO_LINE) {
+        /* the one line number that equals the empty-slot tag: only valid slots count */
+        for (uint32_t i = 0; i < fill; i++)
+            if (c->tag[base + i] == line)
+                return pl_cache_hit(c, line, base, (int)i, is_write, dirty);
     }
-
     if (is_write)
         c->n.write_misses++;
     else
@@ -158,34 +163,29 @@ int pl_cache_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **d
 
     int flags = 0;
     uint32_t w;
-    if (c->policy == PL_POLICY_LRU || c->policy == PL_POLICY_FIFO) {
-        /* the new line goes in front; when the set is full the last (LRU / oldest) falls out */
-        w = fill < c->ways ? fill : c->ways - 1;
-        if (fill == c->ways) {
-            flags = PL_SIM_EVICT;
-            c->n.evictions++;
-            c->n.writebacks += drt[w];
-        } else {
-            c->fill[set] = fill + 1;
-        }
-        memmove(tag + 1, tag, w * sizeof *tag);
-        memmove(drt + 1, drt, w);
-        w = 0;
+    if (fill < c->ways) {
+        w = fill; /* free ways first, in order */
+        c->fill[set] = fill + 1;
     } else {
-        if (fill < c->ways) {
-            w = fill; /* free ways first, in order */
-            c->fill[set] = fill + 1;
-        } else {
-            w = c->policy == PL_POLICY_PLRU ? plru_victim(c->plru[set], c->plru_depth) : random_way(c);
-            flags = PL_SIM_EVICT;
-            c->n.evictions++;
-            c->n.writebacks += drt[w];
-        }
         if (c->policy == PL_POLICY_PLRU)
-            plru_touch(&c->plru[set], c->plru_depth, w);
+            w = plru_victim(c->plru[set], c->plru_depth);
+        else if (c->policy == PL_POLICY_RANDOM)
+            w = random_way(c);
+        else
+            w = oldest_way(c->stamp + base, c->ways);
+        flags = PL_SIM_EVICT;
+        c->n.evictions++;
+        c->n.writebacks += c->dirty[base + w];
     }
-    tag[w] = line;
-    drt[w] = (uint8_t)(is_write != 0);
-    *dirty = &drt[w];
+    uint64_t slot = base + w;
+    c->tag[slot] = line;
+    c->stamp[slot] = ++c->clock;
+    c->dirty[slot] = (uint8_t)(is_write != 0);
+    if (c->policy == PL_POLICY_PLRU)
+        pl_cache_plru_touch(&c->plru[set], c->plru_depth, w);
+    *dirty = &c->dirty[slot];
+    c->mru_line = line;
+    c->mru_slot = slot;
+    c->mru_valid = 1;
     return flags;
 }
