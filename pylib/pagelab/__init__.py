@@ -7,11 +7,16 @@ from ._counters import CounterGroup, Measurement, Reading, measure
 from ._doctor import doctor
 from ._errors import BadInput, BudgetExceeded, CounterUnavailable, PagelabError, UnknownEvent
 from ._events import DEFAULT_EVENTS, Event, event, events
+from ._sim import (CachelabResult, LevelStats, SimStats, Simulator, TLBStats, TraceInfo, cachelab,
+                   scan_trace)
+from ._simconfig import CacheGeometry, SimConfig, TLBGeometry, default_config
 from ._stat import stat
 from ._version import __version__
 
 __all__ = [
-    "BadInput", "BudgetExceeded", "CounterGroup", "CounterUnavailable", "DEFAULT_EVENTS", "Event",
-    "Measurement", "PagelabError", "Reading", "UnknownEvent", "__version__", "doctor", "event",
-    "events", "measure", "stat",
+    "BadInput", "BudgetExceeded", "CacheGeometry", "CachelabResult", "CounterGroup",
+    "CounterUnavailable", "DEFAULT_EVENTS", "Event", "LevelStats", "Measurement", "PagelabError",
+    "Reading", "SimConfig", "SimStats", "Simulator", "TLBGeometry", "TLBStats", "TraceInfo",
+    "UnknownEvent", "__version__", "cachelab", "default_config", "doctor", "event", "events",
+    "measure", "scan_trace", "stat",
 ]
