@@ -238,7 +238,8 @@ def _uint_array(values, dtype, what):
     if a.size and ((a.dtype.kind == "i" and int(a.min()) < 0)
                    or (np.iinfo(a.dtype).max > top and int(a.max()) > top)):
         raise BadInput(f"{what} must lie in [0, {top}]")
-    return np.ascontiguousarray(a, dtype=dtype)
+    # ascontiguousarray would turn a 0-d array (one value for all accesses) into shape (1,)
+    return a.astype(dtype) if a.ndim == 0 else np.ascontiguousarray(a, dtype=dtype)
 
 
 def _per_access(values, dtype, what, n, default):
