@@ -93,7 +93,8 @@ def _reference_csim(records, s, E, b):
     return hits, misses, evictions
 
 
-@pytest.mark.parametrize("s,E,b", [(0, 1, 0), (1, 1, 1), (2, 2, 3), (3, 4, 4), (4, 1, 5)])
+@pytest.mark.parametrize("s,E,b", [(0, 1, 0), (1, 1, 1), (2, 2, 3), (3, 4, 4), (4, 1, 5),
+                                   (0, 32, 4), (0, 100, 2)])  # one wide set: the hashed list
 def test_generated_trace_agrees_with_a_reference_lru_model(tmp_path, s, E, b):
     """A random 3000-record trace gives the counts of an independent list-based LRU model."""
     rng = np.random.default_rng(s * 100 + E * 10 + b)

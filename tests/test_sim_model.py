@@ -264,3 +264,36 @@ def test_classification_can_be_switched_off():
     a, b = on.stats()["L1D"], off.stats()["L1D"]
     assert (b.compulsory, b.capacity, b.conflict) == (None, None, None)
     assert (a.accesses, a.misses, a.evictions) == (b.accesses, b.misses, b.evictions)
+
+
+def _reference_lru(lines_seq, writes, ways):
+    """One fully associative LRU set, most recent last: (misses, evictions, writebacks)."""
+    held, dirty = [], {}
+    misses = evictions = writebacks = 0
+    for line, w in zip(lines_seq, writes):
+        if line in held:
+            held.remove(line)
+        else:
+            misses += 1
+            if len(held) == ways:
+                old = held.pop(0)
+                evictions += 1
+                writebacks += dirty.pop(old)
+            dirty[line] = False
+        held.append(line)
+        dirty[line] = dirty[line] or bool(w)
+    return misses, evictions, writebacks
+
+
+@pytest.mark.parametrize("ways", [16, 17, 72])
+def test_wide_fully_associative_lru_matches_a_reference(ways):
+    """One set of many ways (the hashed LRU list beyond 16 ways; the scan at 16) counts misses,
+    evictions and writebacks like a plain list-based LRU, for a cache and for a TLB."""
+    rng = np.random.default_rng(ways)
+    seq = rng.integers(0, 2 * ways, 5000)
+    writes = rng.integers(0, 2, len(seq))
+    s = sim(l1=f"{ways * 64}:{ways}:64", dtlb=f"{ways}:{ways}")
+    s.access(seq.astype(np.uint64) * PAGE, ops=writes)
+    l1, tlb = s.stats()["L1D"], s.stats()["DTLB"]
+    assert (l1.misses, l1.evictions, l1.writebacks) == _reference_lru(seq, writes, ways)
+    assert (tlb.misses, tlb.evictions) == _reference_lru(seq, writes, ways)[:2]

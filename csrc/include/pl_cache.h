@@ -8,6 +8,9 @@
 #include "pl_classify.h"
 #include "pl_sim.h"
 
+/* Widest set searched by a linear scan: beyond it a scan costs more than a hash lookup. */
+#define PL_CACHE_SCAN_WAYS 16
+
 /* Tag of an empty slot. Only a 1-byte-line cache could see it as a real line number (address
  * 2^64 - 1); pl_cache_access sends that one address down the careful path. */
 #define PL_NO_LINE UINT64_MAX
@@ -32,6 +35,10 @@ struct pl_cache {
      * hit needs no lookup. mru_valid is 0 after a reset. */
     uint64_t mru_line, mru_slot;
     int mru_valid;
+    /* One set of more than PL_CACHE_SCAN_WAYS ways under LRU (AMD's fully associative
+     * DTLBs, say): an exact LRU list with a hash index replaces the linear scans, and slot
+     * numbers are its node numbers. NULL otherwise. */
+    struct pl_classifier *fa;
     struct pl_classifier *cls; /* NULL without classification */
     int err;           /* -ENOMEM once classification could not grow */
     struct pl_sim_counts n;
@@ -45,6 +52,9 @@ void pl_cache_reset(struct pl_cache *c);
 /* The miss path of pl_cache_access (and its careful path for line == PL_NO_LINE). */
 int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
                   int shadow_hit);
+/* pl_cache_access for a cache with an fa list. */
+int pl_cache_fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
+                       int shadow_hit);
 
 /* The slot of line in the set starting at tag, or -1. No early exit: the compiler turns the
  * loop into conditional moves, so a hit in a random way costs no branch misprediction. */
@@ -90,6 +100,8 @@ static inline __attribute__((always_inline)) int pl_cache_access(struct pl_cache
         return PL_SIM_HIT;
     }
     int shadow_hit = c->cls ? pl_shadow_access(c->cls, line) : 0;
+    if (c->fa)
+        return pl_cache_fa_access(c, line, is_write, dirty, shadow_hit);
     uint64_t base = (line & c->set_mask) * c->ways;
     int w = line == PL_NO_LINE ? -1 : pl_cache_find(c->tag + base, c->ways, line);
     if (w < 0)

@@ -44,6 +44,9 @@ void pl_classifier_free(struct pl_classifier *k);
 void pl_classifier_reset(struct pl_classifier *k);
 /* Record an access in the shadow; 1 if the shadow held the line (a shadow hit), else 0. */
 int pl_shadow_access(struct pl_classifier *k, uint64_t line);
+/* The same list as an exact fully associative LRU cache in its own right: also gives the node
+ * (0 .. cap-1) that holds the line now, and whether a miss replaced another line there. */
+int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted);
 /* Mark line touched; 1 if it was touched before, 0 if this is the first time, -ENOMEM if the
  * set could not grow (the line is then not recorded). */
 int pl_seen_test_and_set(struct pl_classifier *k, uint64_t line);

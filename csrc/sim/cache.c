@@ -25,6 +25,14 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
     if (policy == PL_POLICY_PLRU)
         c->plru = malloc(sets * sizeof *c->plru);
     int ok = c->tag && c->stamp && c->dirty && c->fill && (policy != PL_POLICY_PLRU || c->plru);
+    if (ok && sets == 1 && ways > PL_CACHE_SCAN_WAYS && policy == PL_POLICY_LRU) {
+        c->fa = malloc(sizeof *c->fa);
+        if (c->fa && pl_classifier_init(c->fa, ways)) {
+            free(c->fa);
+            c->fa = NULL;
+        }
+        ok = c->fa != NULL;
+    }
     if (ok && classify) {
         c->cls = malloc(sizeof *c->cls);
         if (c->cls && pl_classifier_init(c->cls, (uint32_t)lines)) {
@@ -48,6 +56,10 @@ void pl_cache_free(struct pl_cache *c)
     free(c->dirty);
     free(c->fill);
     free(c->plru);
+    if (c->fa) {
+        pl_classifier_free(c->fa);
+        free(c->fa);
+    }
     if (c->cls) {
         pl_classifier_free(c->cls);
         free(c->cls);
@@ -69,6 +81,8 @@ void pl_cache_reset(struct pl_cache *c)
     /* xorshift64* must not start at 0; mixing the seed also spreads nearby seeds apart */
     c->rng = (c->seed ^ 0x2545F4914F6CDD1Dull) * 0x9E3779B97F4A7C15ull | 1;
     c->mru_valid = 0;
+    if (c->fa)
+        pl_classifier_reset(c->fa);
     if (c->cls)
         pl_classifier_reset(c->cls);
     c->err = 0;
@@ -186,6 +200,35 @@ int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dir
     *dirty = &c->dirty[slot];
     c->mru_line = line;
     c->mru_slot = slot;
+    c->mru_valid = 1;
+    return flags;
+}
+
+int pl_cache_fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
+                       int shadow_hit)
+{
+    uint32_t node;
+    int evicted, flags = 0;
+    if (pl_lru_access(c->fa, line, &node, &evicted)) {
+        c->dirty[node] |= (uint8_t)(is_write != 0);
+        flags = PL_SIM_HIT;
+    } else {
+        if (is_write)
+            c->n.write_misses++;
+        else
+            c->n.read_misses++;
+        if (c->cls)
+            classify_miss(c, line, shadow_hit);
+        if (evicted) {
+            flags = PL_SIM_EVICT;
+            c->n.evictions++;
+            c->n.writebacks += c->dirty[node];
+        }
+        c->dirty[node] = (uint8_t)(is_write != 0);
+    }
+    *dirty = &c->dirty[node];
+    c->mru_line = line;
+    c->mru_slot = node;
     c->mru_valid = 1;
     return flags;
 }

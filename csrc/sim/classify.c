@@ -125,10 +125,11 @@ static void slot_delete(struct pl_classifier *k, uint32_t n)
     k->slot[i] = 0;
 }
 
-int pl_shadow_access(struct pl_classifier *k, uint64_t line)
+int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted)
 {
     uint64_t mask = k->slot_mask;
     uint64_t i = home(line, k->slot_shift);
+    *evicted = 0;
     for (uint32_t s; (s = k->slot[i]) != 0; i = (i + 1) & mask) {
         if (k->node_tag[s - 1] == line) {
             uint32_t n = s - 1;
@@ -136,6 +137,7 @@ int pl_shadow_access(struct pl_classifier *k, uint64_t line)
                 unlink_node(k, n);
                 push_front(k, n);
             }
+            *node = n;
             return 1;
         }
     }
@@ -143,7 +145,8 @@ int pl_shadow_access(struct pl_classifier *k, uint64_t line)
     if (k->used < k->cap) {
         n = k->used++;
     } else {
-        n = k->tail; /* the least recently used line leaves the shadow */
+        n = k->tail; /* the least recently used line leaves */
+        *evicted = 1;
         slot_delete(k, n);
         unlink_node(k, n);
         i = home(line, k->slot_shift); /* the deletion may have moved the free slot */
@@ -153,7 +156,15 @@ int pl_shadow_access(struct pl_classifier *k, uint64_t line)
     k->node_tag[n] = line;
     k->slot[i] = n + 1;
     push_front(k, n);
+    *node = n;
     return 0;
+}
+
+int pl_shadow_access(struct pl_classifier *k, uint64_t line)
+{
+    uint32_t node;
+    int evicted;
+    return pl_lru_access(k, line, &node, &evicted);
 }
 
 /* --- first-touch set ------------------------------------------------------------------------ */
