@@ -2,7 +2,8 @@
  *   compulsory: the first access to the line ever (a first-touch set remembers every line);
  *   conflict:   not compulsory, and a fully associative LRU cache with the same number of lines
  *               (the shadow, fed every access of the level) would have hit;
- *   capacity:   not compulsory, and the shadow missed too. */
+ *   capacity:   not compulsory, and the shadow missed too.
+ * The shadow's LRU list also serves as the store of wide fully associative LRU caches. */
 #ifndef PL_CLASSIFY_H
 #define PL_CLASSIFY_H
 
@@ -15,16 +16,27 @@
 /* Initial first-touch table: grows by doubling, so the start only needs to be small. */
 #define PL_SEEN_INITIAL_SLOTS 64
 
+/* A hash table slot holds the tag itself, so a probe reads one host cache line. */
+struct pl_lru_slot {
+    uint64_t tag;
+    uint32_t node; /* node number + 1; 0 = empty */
+    uint32_t unused;
+};
+
+struct pl_lru_node {
+    uint64_t tag;
+    uint32_t prev, next; /* towards the head (most recent) and the tail (least recent) */
+};
+
 struct pl_classifier {
-    /* Shadow: a fully associative LRU list of cap lines (doubly linked through prev/next, head =
-     * most recently used), found through an open-addressing hash table of node numbers + 1
-     * (0 = empty slot) with linear probing and backward-shift deletion, at most half full. */
+    /* Shadow: a fully associative LRU list of cap lines, found through an open-addressing hash
+     * table with linear probing and backward-shift deletion, at most half full. */
     uint32_t cap, used, head, tail;
-    uint64_t *node_tag;
-    uint32_t *prev, *next;
-    uint32_t *slot;
+    struct pl_lru_node *node;
+    struct pl_lru_slot *slot;
     uint64_t slot_mask;
-    unsigned slot_shift; /* hash = (key * golden) >> slot_shift */
+    unsigned slot_shift;  /* hash = (key * golden) >> slot_shift */
+    unsigned group_shift; /* log2 of the consecutive lines that share a hash (see classify.c) */
     /* First-touch set: chunk number -> index + 1 of its bitmap (0 = empty slot), open addressing,
      * doubled when half full; the bitmaps live in one array that also doubles. */
     uint64_t *chunk_key;
@@ -38,7 +50,7 @@ struct pl_classifier {
     uint64_t last_idx; /* its bitmap index + 1, 0 = none */
 };
 
-/* 0 or -ENOMEM (nothing left allocated). 1 <= cap < UINT32_MAX lines. */
+/* 0, -EINVAL or -ENOMEM (nothing left allocated). 1 <= cap < UINT32_MAX lines. */
 int pl_classifier_init(struct pl_classifier *k, uint32_t cap);
 void pl_classifier_free(struct pl_classifier *k);
 void pl_classifier_reset(struct pl_classifier *k);

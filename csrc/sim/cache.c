@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "pl_cache.h"
+#include "pl_simmem.h"
 
 int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned shift, int policy,
                   uint64_t seed, int classify)
@@ -18,12 +19,12 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
     c->seed = seed;
     while ((1u << c->plru_depth) < ways)
         c->plru_depth++;
-    c->tag = malloc(lines * sizeof *c->tag);
-    c->stamp = malloc(lines * sizeof *c->stamp);
-    c->dirty = malloc(lines);
-    c->fill = malloc(sets * sizeof *c->fill);
+    c->tag = pl_big_alloc(lines, sizeof *c->tag);
+    c->stamp = pl_big_alloc(lines, sizeof *c->stamp);
+    c->dirty = pl_big_alloc(lines, 1);
+    c->fill = pl_big_alloc(sets, sizeof *c->fill);
     if (policy == PL_POLICY_PLRU)
-        c->plru = malloc(sets * sizeof *c->plru);
+        c->plru = pl_big_alloc(sets, sizeof *c->plru);
     int ok = c->tag && c->stamp && c->dirty && c->fill && (policy != PL_POLICY_PLRU || c->plru);
     if (ok && sets == 1 && ways > PL_CACHE_SCAN_WAYS && policy == PL_POLICY_LRU) {
         c->fa = malloc(sizeof *c->fa);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "pl_classify.h"
+#include "pl_simmem.h"
 
 #define NIL UINT32_MAX
 /* Fibonacci hashing: multiply by 2^64 / golden ratio, keep the top bits. */
@@ -21,11 +22,24 @@ static uint64_t home(uint64_t key, unsigned shift)
     return (key * GOLDEN) >> shift;
 }
 
+/* Home slot of a line in the shadow. In a table too big for the host's caches, groups of four
+ * consecutive lines hash together and sit side by side, so a sequential walk probes one host
+ * cache line per group instead of one per line, while strides (the usual conflict-miss
+ * experiments) still scatter. A small table is cached anyway, and there grouping would only
+ * lengthen the probe runs. */
+#define LINE_GROUP_SHIFT 2
+#define LINE_GROUP_MIN_BYTES (1u << 20)
+
+static uint64_t line_home(const struct pl_classifier *k, uint64_t line)
+{
+    unsigned g = k->group_shift;
+    uint64_t group = home(line >> g, k->slot_shift + g);
+    return (group << g | (line & ((1u << g) - 1))) & k->slot_mask;
+}
+
 static void free_all(struct pl_classifier *k)
 {
-    free(k->node_tag);
-    free(k->prev);
-    free(k->next);
+    free(k->node);
     free(k->slot);
     free(k->chunk_key);
     free(k->chunk_idx);
@@ -39,24 +53,22 @@ int pl_classifier_init(struct pl_classifier *k, uint32_t cap)
     if (cap < 1 || cap == UINT32_MAX)
         return -EINVAL;
     unsigned bits = log2_ceil(2ull * cap);
-    if (bits < 1)
-        bits = 1;
+    if (bits <= LINE_GROUP_SHIFT)
+        bits = LINE_GROUP_SHIFT + 1; /* line_home shifts by slot_shift + LINE_GROUP_SHIFT < 64 */
     k->cap = cap;
-    k->node_tag = malloc(cap * sizeof *k->node_tag);
-    k->prev = malloc(cap * sizeof *k->prev);
-    k->next = malloc(cap * sizeof *k->next);
-    k->slot = calloc(1ull << bits, sizeof *k->slot);
+    k->node = pl_big_alloc(cap, sizeof *k->node);
+    k->slot = pl_big_alloc(1ull << bits, sizeof *k->slot);
     k->slot_mask = (1ull << bits) - 1;
     k->slot_shift = 64 - bits;
+    k->group_shift = (sizeof *k->slot << bits) >= LINE_GROUP_MIN_BYTES ? LINE_GROUP_SHIFT : 0;
     unsigned cbits = log2_ceil(PL_SEEN_INITIAL_SLOTS);
-    k->chunk_key = malloc(sizeof *k->chunk_key << cbits);
-    k->chunk_idx = calloc(1ull << cbits, sizeof *k->chunk_idx);
+    k->chunk_key = pl_big_alloc(1ull << cbits, sizeof *k->chunk_key);
+    k->chunk_idx = pl_big_alloc(1ull << cbits, sizeof *k->chunk_idx);
     k->chunk_mask = (1ull << cbits) - 1;
     k->chunk_shift = 64 - cbits;
     k->bits_cap = PL_SEEN_INITIAL_SLOTS / 2;
-    k->bits = malloc(k->bits_cap * PL_SEEN_CHUNK_WORDS * sizeof *k->bits);
-    if (!k->node_tag || !k->prev || !k->next || !k->slot || !k->chunk_key || !k->chunk_idx ||
-        !k->bits) {
+    k->bits = pl_big_alloc(k->bits_cap * PL_SEEN_CHUNK_WORDS, sizeof *k->bits);
+    if (!k->node || !k->slot || !k->chunk_key || !k->chunk_idx || !k->bits) {
         free_all(k);
         return -ENOMEM;
     }
@@ -83,38 +95,38 @@ void pl_classifier_reset(struct pl_classifier *k)
 
 static void unlink_node(struct pl_classifier *k, uint32_t n)
 {
-    uint32_t p = k->prev[n], q = k->next[n];
+    uint32_t p = k->node[n].prev, q = k->node[n].next;
     if (p != NIL)
-        k->next[p] = q;
+        k->node[p].next = q;
     else
         k->head = q;
     if (q != NIL)
-        k->prev[q] = p;
+        k->node[q].prev = p;
     else
         k->tail = p;
 }
 
 static void push_front(struct pl_classifier *k, uint32_t n)
 {
-    k->prev[n] = NIL;
-    k->next[n] = k->head;
+    k->node[n].prev = NIL;
+    k->node[n].next = k->head;
     if (k->head != NIL)
-        k->prev[k->head] = n;
+        k->node[k->head].prev = n;
     k->head = n;
     if (k->tail == NIL)
         k->tail = n;
 }
 
-/* Remove the table entry of node n, shifting later entries of the probe run back so that no
+/* Remove the table entry of tag, shifting later entries of the probe run back so that no
  * lookup ever stops early at the hole. */
-static void slot_delete(struct pl_classifier *k, uint32_t n)
+static void slot_delete(struct pl_classifier *k, uint64_t tag)
 {
     uint64_t mask = k->slot_mask;
-    uint64_t i = home(k->node_tag[n], k->slot_shift);
-    while (k->slot[i] != n + 1)
+    uint64_t i = line_home(k, tag);
+    while (k->slot[i].tag != tag || !k->slot[i].node)
         i = (i + 1) & mask;
-    for (uint64_t j = (i + 1) & mask; k->slot[j]; j = (j + 1) & mask) {
-        uint64_t h = home(k->node_tag[k->slot[j] - 1], k->slot_shift);
+    for (uint64_t j = (i + 1) & mask; k->slot[j].node; j = (j + 1) & mask) {
+        uint64_t h = line_home(k, k->slot[j].tag);
         /* the entry at j may fill the hole at i unless its home lies cyclically in (i, j] */
         int stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
         if (!stays) {
@@ -122,17 +134,17 @@ static void slot_delete(struct pl_classifier *k, uint32_t n)
             i = j;
         }
     }
-    k->slot[i] = 0;
+    k->slot[i].node = 0;
 }
 
 int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted)
 {
     uint64_t mask = k->slot_mask;
-    uint64_t i = home(line, k->slot_shift);
+    uint64_t i = line_home(k, line);
     *evicted = 0;
-    for (uint32_t s; (s = k->slot[i]) != 0; i = (i + 1) & mask) {
-        if (k->node_tag[s - 1] == line) {
-            uint32_t n = s - 1;
+    for (; k->slot[i].node; i = (i + 1) & mask) {
+        if (k->slot[i].tag == line) {
+            uint32_t n = k->slot[i].node - 1;
             if (k->head != n) {
                 unlink_node(k, n);
                 push_front(k, n);
@@ -147,14 +159,15 @@ int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *e
     } else {
         n = k->tail; /* the least recently used line leaves */
         *evicted = 1;
-        slot_delete(k, n);
+        slot_delete(k, k->node[n].tag);
         unlink_node(k, n);
-        i = home(line, k->slot_shift); /* the deletion may have moved the free slot */
-        while (k->slot[i])
+        i = line_home(k, line); /* the deletion may have moved the free slot */
+        while (k->slot[i].node)
             i = (i + 1) & mask;
     }
-    k->node_tag[n] = line;
-    k->slot[i] = n + 1;
+    k->node[n].tag = line;
+    k->slot[i].tag = line;
+    k->slot[i].node = n + 1;
     push_front(k, n);
     *node = n;
     return 0;
@@ -172,8 +185,8 @@ int pl_shadow_access(struct pl_classifier *k, uint64_t line)
 static int grow_chunk_table(struct pl_classifier *k)
 {
     uint64_t old_size = k->chunk_mask + 1, size = old_size * 2;
-    uint64_t *key = malloc(size * sizeof *key);
-    uint32_t *idx = calloc(size, sizeof *idx);
+    uint64_t *key = pl_big_alloc(size, sizeof *key);
+    uint32_t *idx = pl_big_zalloc(size, sizeof *idx);
     if (!key || !idx) {
         free(key);
         free(idx);
@@ -213,9 +226,11 @@ static uint64_t chunk_of(struct pl_classifier *k, uint64_t key)
             i = (i + 1) & k->chunk_mask;
     }
     if (k->chunks == k->bits_cap) {
-        uint64_t *bits = realloc(k->bits, 2 * k->bits_cap * PL_SEEN_CHUNK_WORDS * sizeof *bits);
+        uint64_t *bits = pl_big_alloc(2 * k->bits_cap * PL_SEEN_CHUNK_WORDS, sizeof *bits);
         if (!bits)
             return 0;
+        memcpy(bits, k->bits, k->chunks * PL_SEEN_CHUNK_WORDS * sizeof *bits);
+        free(k->bits);
         k->bits = bits;
         k->bits_cap *= 2;
     }
