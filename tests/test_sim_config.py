@@ -54,7 +54,8 @@ def test_missing_sysfs_falls_back_to_named_defaults(tmp_path):
 
 def test_a_machine_without_l3_gets_no_llc(tmp_path):
     """sysfs listing L1 and L2 only means there is no LLC to model."""
-    root = fake_sysfs(tmp_path, [(1, "Data", "32K", 8, 64, 64), (2, "Unified", "512K", 8, 64, 1024)])
+    root = fake_sysfs(tmp_path, [(1, "Data", "32K", 8, 64, 64),
+                                 (2, "Unified", "512K", 8, 64, 1024)])
     assert default_config(root).llc is None
 
 

@@ -58,7 +58,10 @@ int pl_cache_fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t 
 
 /* The slot of line in the set starting at tag, or -1. No early exit: the compiler turns the
  * loop into conditional moves, so a hit in a random way costs no branch misprediction. */
-static inline __attribute__((always_inline)) int pl_cache_find(const uint64_t *tag, uint32_t ways, uint64_t line)
+/* Forced inline: the slow path of every access runs through these. */
+#define PL_HOT static inline __attribute__((always_inline))
+
+PL_HOT int pl_cache_find(const uint64_t *tag, uint32_t ways, uint64_t line)
 {
     int w = -1;
     for (uint32_t i = 0; i < ways; i++)
@@ -69,8 +72,8 @@ static inline __attribute__((always_inline)) int pl_cache_find(const uint64_t *t
 void pl_cache_plru_touch(uint64_t *bits, unsigned depth, uint32_t way);
 
 /* Bookkeeping of a hit on slot base + w of line's set. */
-static inline __attribute__((always_inline)) int pl_cache_hit(struct pl_cache *c, uint64_t line, uint64_t base, int w,
-                               int is_write, uint8_t **dirty)
+PL_HOT int pl_cache_hit(struct pl_cache *c, uint64_t line, uint64_t base, int w, int is_write,
+                        uint8_t **dirty)
 {
     uint64_t slot = base + (uint64_t)w;
     if (c->policy == PL_POLICY_LRU)
@@ -87,8 +90,7 @@ static inline __attribute__((always_inline)) int pl_cache_hit(struct pl_cache *c
 
 /* Look up one line (page) number, fill it on a miss, count it. Returns PL_SIM_HIT and/or
  * PL_SIM_EVICT; *dirty points at the line's dirty flag until the next access to this cache. */
-static inline __attribute__((always_inline)) int pl_cache_access(struct pl_cache *c, uint64_t line, int is_write,
-                                  uint8_t **dirty)
+PL_HOT int pl_cache_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty)
 {
     if (is_write)
         c->n.writes++;

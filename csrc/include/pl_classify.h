@@ -24,13 +24,16 @@ struct pl_lru_slot {
 };
 
 struct pl_lru_node {
-    uint64_t tag;
     uint32_t prev, next; /* towards the head (most recent) and the tail (least recent) */
+    uint32_t slot;       /* where the node's line sits in the hash table: deletion needs no
+                            search */
+    uint32_t unused;
 };
 
 struct pl_classifier {
     /* Shadow: a fully associative LRU list of cap lines, found through an open-addressing hash
-     * table with linear probing and backward-shift deletion, at most half full. */
+     * table with linear probing and backward-shift deletion, at most a quarter full while the
+     * table is small enough to stay in the host's caches, at most half full beyond that. */
     uint32_t cap, used, head, tail;
     struct pl_lru_node *node;
     struct pl_lru_slot *slot;

@@ -52,7 +52,10 @@ int pl_classifier_init(struct pl_classifier *k, uint32_t cap)
     memset(k, 0, sizeof *k);
     if (cap < 1 || cap == UINT32_MAX)
         return -EINVAL;
-    unsigned bits = log2_ceil(2ull * cap);
+    /* short probe runs where memory is cheap, half the memory where the table is large */
+    unsigned bits = log2_ceil(4ull * cap);
+    if ((sizeof *k->slot << bits) > LINE_GROUP_MIN_BYTES)
+        bits--;
     if (bits <= LINE_GROUP_SHIFT)
         bits = LINE_GROUP_SHIFT + 1; /* line_home shifts by slot_shift + LINE_GROUP_SHIFT < 64 */
     k->cap = cap;
@@ -117,20 +120,18 @@ static void push_front(struct pl_classifier *k, uint32_t n)
         k->tail = n;
 }
 
-/* Remove the table entry of tag, shifting later entries of the probe run back so that no
- * lookup ever stops early at the hole. */
-static void slot_delete(struct pl_classifier *k, uint64_t tag)
+/* Empty slot i, shifting later entries of its probe run back so that no lookup ever stops
+ * early at the hole; moved entries tell their nodes where they went. */
+static void slot_delete(struct pl_classifier *k, uint64_t i)
 {
     uint64_t mask = k->slot_mask;
-    uint64_t i = line_home(k, tag);
-    while (k->slot[i].tag != tag || !k->slot[i].node)
-        i = (i + 1) & mask;
     for (uint64_t j = (i + 1) & mask; k->slot[j].node; j = (j + 1) & mask) {
         uint64_t h = line_home(k, k->slot[j].tag);
         /* the entry at j may fill the hole at i unless its home lies cyclically in (i, j] */
         int stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
         if (!stays) {
             k->slot[i] = k->slot[j];
+            k->node[k->slot[i].node - 1].slot = (uint32_t)i;
             i = j;
         }
     }
@@ -159,15 +160,15 @@ int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *e
     } else {
         n = k->tail; /* the least recently used line leaves */
         *evicted = 1;
-        slot_delete(k, k->node[n].tag);
+        slot_delete(k, k->node[n].slot);
         unlink_node(k, n);
         i = line_home(k, line); /* the deletion may have moved the free slot */
         while (k->slot[i].node)
             i = (i + 1) & mask;
     }
-    k->node[n].tag = line;
     k->slot[i].tag = line;
     k->slot[i].node = n + 1;
+    k->node[n].slot = (uint32_t)i;
     push_front(k, n);
     *node = n;
     return 0;

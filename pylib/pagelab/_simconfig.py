@@ -222,12 +222,11 @@ def _sysfs_levels(root):
 
 
 def _default_levels():
-    line = lib.PL_SIM_DEFAULT_LINE
+    line, d = lib.PL_SIM_DEFAULT_LINE, "default"
     return {
-        "l1": CacheGeometry(lib.PL_SIM_DEFAULT_L1_SIZE, lib.PL_SIM_DEFAULT_L1_WAYS, line, "default"),
-        "l2": CacheGeometry(lib.PL_SIM_DEFAULT_L2_SIZE, lib.PL_SIM_DEFAULT_L2_WAYS, line, "default"),
-        "llc": CacheGeometry(lib.PL_SIM_DEFAULT_LLC_SIZE, lib.PL_SIM_DEFAULT_LLC_WAYS, line,
-                             "default"),
+        "l1": CacheGeometry(lib.PL_SIM_DEFAULT_L1_SIZE, lib.PL_SIM_DEFAULT_L1_WAYS, line, d),
+        "l2": CacheGeometry(lib.PL_SIM_DEFAULT_L2_SIZE, lib.PL_SIM_DEFAULT_L2_WAYS, line, d),
+        "llc": CacheGeometry(lib.PL_SIM_DEFAULT_LLC_SIZE, lib.PL_SIM_DEFAULT_LLC_WAYS, line, d),
     }
 
 
