@@ -15,12 +15,17 @@ Configurations: this machine's L1D + DTLB (with and without miss classification)
 whole default hierarchy (L1D, L2, LLC, DTLB, STLB, classification on).
 """
 
+import os
 import time
 
-import numpy as np
-import pyperf
+# numpy's OpenBLAS threads spin on the other core for a while after start-up; nothing here
+# uses BLAS, and they would steal CPU from the measurement
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from pagelab import Simulator, default_config
+import numpy as np  # noqa: E402
+import pyperf  # noqa: E402
+
+from pagelab import Simulator, default_config  # noqa: E402
 
 N = 1 << 21  # accesses per array: large next to the per-call cost, small next to the caches
 TARGET = 1e8  # accesses/s for L1 + DTLB (issue 4)
