@@ -76,14 +76,7 @@ def _sim_trace(args):
             option = f"--{given[0]}" if given else "--no-classify"
             raise BadInput(f"{option} does not apply in cache-lab mode (-s -E -b)")
         result = cachelab(args.file, args.s, args.E, args.b, verbose=args.verbose)
-        if args.json:
-            _print_json({"experiment": "cachelab", "params": {"trace": args.file, "s": args.s,
-                                                              "E": args.E, "b": args.b},
-                         "measurements": [{"label": "cache", "metrics": {
-                             k: {"value": getattr(result, k), "unit": "", "source": "sim"}
-                             for k in ("hits", "misses", "evictions")}}]})
-        else:
-            print(result)
+        _print_json(result.to_dict()) if args.json else print(result)
         return 0
     if args.verbose:
         raise BadInput("-v is for cache-lab mode (with -s, -E and -b)")

@@ -15,6 +15,7 @@ from . import _simreport
 from ._errors import BadInput
 from ._native import ffi, lib
 from ._simconfig import CacheGeometry, SimConfig, make_config, to_native
+from ._version import __version__
 
 SOURCE = "sim"
 # Records per parser call: big enough that the Python loop costs nothing, small enough (1.6 MB
@@ -109,7 +110,8 @@ class TraceInfo:
 
 @dataclass(frozen=True)
 class SimStats:
-    """The counts of every level and TLB of one simulator, with its configuration."""
+    """The counts of every level and TLB of one simulator, with its configuration and the trace
+    replayed last (None if none was, since creation or reset)."""
 
     config: SimConfig
     levels: tuple
@@ -307,11 +309,18 @@ class CachelabResult:
     misses: int
     evictions: int
     verbose: tuple = ()  # one line per data record with -v, e.g. "M 20,1 miss hit"
+    params: dict | None = None  # trace, s, E, b
     source: str = SOURCE
 
     @property
     def summary(self):
         return f"hits:{self.hits} misses:{self.misses} evictions:{self.evictions}"
+
+    def to_dict(self):
+        metrics = {k: {"value": getattr(self, k), "unit": "", "source": self.source}
+                   for k in ("hits", "misses", "evictions")}
+        return {"experiment": "cachelab", "version": __version__, "params": self.params,
+                "measurements": [{"label": "cache", "metrics": metrics}]}
 
     def __str__(self):
         return "\n".join([*self.verbose, self.summary])
@@ -350,7 +359,8 @@ def cachelab(path, s, E, b, verbose=False):
         lines += [_verbose_line(int(op[i]), int(addr[i]), int(size[i]), int(outcome[i]))
                   for i in range(n)]
     level = sim.stats().levels[0]
-    return CachelabResult(level.hits, level.misses, level.evictions, tuple(lines))
+    return CachelabResult(level.hits, level.misses, level.evictions, tuple(lines),
+                          {"trace": str(path), "s": s, "E": E, "b": b})
 
 
 def _outcome_words(bits):
