@@ -56,11 +56,11 @@ int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dir
 int pl_cache_fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
                        int shadow_hit);
 
-/* The slot of line in the set starting at tag, or -1. No early exit: the compiler turns the
- * loop into conditional moves, so a hit in a random way costs no branch misprediction. */
 /* Forced inline: the slow path of every access runs through these. */
 #define PL_HOT static inline __attribute__((always_inline))
 
+/* The slot of line in the set starting at tag, or -1. No early exit: the compiler turns the
+ * loop into conditional moves, so a hit in a random way costs no branch misprediction. */
 PL_HOT int pl_cache_find(const uint64_t *tag, uint32_t ways, uint64_t line)
 {
     int w = -1;

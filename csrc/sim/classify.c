@@ -28,7 +28,8 @@ static uint64_t home(uint64_t key, unsigned shift)
  * experiments) still scatter. A small table is cached anyway, and there grouping would only
  * lengthen the probe runs. */
 #define LINE_GROUP_SHIFT 2
-#define LINE_GROUP_MIN_BYTES (1u << 20)
+/* A hash table beyond this size no longer stays in a host core's L2 cache. */
+#define BIG_TABLE_BYTES (1u << 20)
 
 static uint64_t line_home(const struct pl_classifier *k, uint64_t line)
 {
@@ -54,7 +55,7 @@ int pl_classifier_init(struct pl_classifier *k, uint32_t cap)
         return -EINVAL;
     /* short probe runs where memory is cheap, half the memory where the table is large */
     unsigned bits = log2_ceil(4ull * cap);
-    if ((sizeof *k->slot << bits) > LINE_GROUP_MIN_BYTES)
+    if ((sizeof *k->slot << bits) > BIG_TABLE_BYTES)
         bits--;
     if (bits <= LINE_GROUP_SHIFT)
         bits = LINE_GROUP_SHIFT + 1; /* line_home shifts by slot_shift + LINE_GROUP_SHIFT < 64 */
@@ -63,7 +64,7 @@ int pl_classifier_init(struct pl_classifier *k, uint32_t cap)
     k->slot = pl_big_alloc(1ull << bits, sizeof *k->slot);
     k->slot_mask = (1ull << bits) - 1;
     k->slot_shift = 64 - bits;
-    k->group_shift = (sizeof *k->slot << bits) >= LINE_GROUP_MIN_BYTES ? LINE_GROUP_SHIFT : 0;
+    k->group_shift = (sizeof *k->slot << bits) >= BIG_TABLE_BYTES ? LINE_GROUP_SHIFT : 0;
     unsigned cbits = log2_ceil(PL_SEEN_INITIAL_SLOTS);
     k->chunk_key = pl_big_alloc(1ull << cbits, sizeof *k->chunk_key);
     k->chunk_idx = pl_big_alloc(1ull << cbits, sizeof *k->chunk_idx);
