@@ -5,10 +5,13 @@
 #include <linux/perf_event.h>
 
 #include "pl_counters.h"
+#include "pl_cpuid.h"
 #include "pl_events.h"
 #include "pl_region.h"
 #include "pl_sampling.h"
+#include "pl_sim.h"
 #include "pl_spawn.h"
+#include "pl_trace.h"
 #include "pl_worker.h"
 #include "pl_workloads.h"
 

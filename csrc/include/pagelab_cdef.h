@@ -183,3 +183,101 @@ struct pl_workload {
 };
 extern const struct pl_workload *const pl_workload_table[];
 extern const int pl_workload_count;
+/* pl_sim.h: the cache/TLB simulator */
+#define PL_SIM_MAX_LEVELS ...
+#define PL_SIM_MAX_TLBS ...
+#define PL_SIM_MAX_LINES ...
+#define PL_SIM_MAX_WAYS ...
+#define PL_POLICY_LRU ...
+#define PL_POLICY_FIFO ...
+#define PL_POLICY_RANDOM ...
+#define PL_POLICY_PLRU ...
+#define PL_OP_LOAD ...
+#define PL_OP_STORE ...
+#define PL_OP_MODIFY ...
+#define PL_SIM_HIT ...
+#define PL_SIM_EVICT ...
+#define PL_SIM_DEFAULT_LINE ...
+#define PL_SIM_DEFAULT_L1_SIZE ...
+#define PL_SIM_DEFAULT_L1_WAYS ...
+#define PL_SIM_DEFAULT_L2_SIZE ...
+#define PL_SIM_DEFAULT_L2_WAYS ...
+#define PL_SIM_DEFAULT_LLC_SIZE ...
+#define PL_SIM_DEFAULT_LLC_WAYS ...
+#define PL_SIM_DEFAULT_DTLB_ENTRIES ...
+#define PL_SIM_DEFAULT_DTLB_WAYS ...
+#define PL_SIM_DEFAULT_DTLB_2M_ENTRIES ...
+#define PL_SIM_DEFAULT_DTLB_2M_WAYS ...
+#define PL_SIM_DEFAULT_STLB_ENTRIES ...
+#define PL_SIM_DEFAULT_STLB_WAYS ...
+
+struct pl_cache_geom {
+    uint64_t size;
+    uint32_t ways;
+    uint32_t line;
+};
+struct pl_tlb_geom {
+    uint32_t entries;
+    uint32_t ways;
+};
+struct pl_sim_config {
+    int nlevels;
+    struct pl_cache_geom level[...];
+    int ntlbs;
+    struct pl_tlb_geom tlb[...];
+    uint32_t page_size;
+    int policy;
+    uint64_t seed;
+    int classify;
+};
+struct pl_sim_counts {
+    uint64_t reads, writes;
+    uint64_t read_misses, write_misses;
+    uint64_t evictions;
+    uint64_t writebacks;
+    uint64_t compulsory;
+    uint64_t capacity;
+    uint64_t conflict;
+};
+struct pl_sim_stats {
+    struct pl_sim_counts level[...];
+    struct pl_sim_counts tlb[...];
+};
+struct pl_sim { ...; };
+int pl_sim_config_check(const struct pl_sim_config *cfg);
+int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out);
+void pl_sim_destroy(struct pl_sim *sim);
+void pl_sim_reset(struct pl_sim *sim);
+int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out);
+int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
+void pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
+void pl_sim_access_array(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,
+                         const uint32_t *size, size_t n, uint8_t op_all, uint32_t size_all);
+void pl_sim_access_outcomes(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,
+                            const uint32_t *size, size_t n, uint8_t op_all, uint32_t size_all,
+                            uint8_t *outcome);
+
+/* pl_trace.h: valgrind lackey traces */
+#define PL_TRACE_BUF ...
+struct pl_trace {
+    uint64_t line;
+    uint64_t instr, loads, stores, modifies, skipped;
+    char err[...];
+    ...;
+};
+int pl_trace_open(const char *path, struct pl_trace **out);
+void pl_trace_close(struct pl_trace *t);
+long pl_trace_read(struct pl_trace *t, uint64_t *addr, uint32_t *size, uint8_t *op, long cap);
+
+/* pl_cpuid.h: TLB geometry from CPUID */
+struct pl_cpuid_tlb {
+    uint32_t entries;
+    uint32_t ways;
+    uint32_t leaf;
+};
+int pl_cpuid_tlbs(uint32_t page_size, struct pl_cpuid_tlb *dtlb, struct pl_cpuid_tlb *stlb,
+                  char vendor[13]);
+int pl_cpuid_decode_amd(uint32_t page_size, const uint32_t regs5[4], const uint32_t regs6[4],
+                        struct pl_cpuid_tlb *dtlb, struct pl_cpuid_tlb *stlb);
+int pl_cpuid_decode_intel(uint32_t page_size, const uint32_t *regs, int n,
+                          struct pl_cpuid_tlb *dtlb, struct pl_cpuid_tlb *stlb);

@@ -78,6 +78,51 @@ def _run(args):
         return 0
     result = runner.run(args.experiment, sim=args.sim, **_settings(args.set))
     _print_json(result.to_dict()) if args.json else print(result)
+
+
+_MODEL_OPTIONS = ("config", "l1", "l2", "llc", "tlb", "stlb", "page", "policy", "seed")
+
+
+def _sim_spec(args):
+    """The simulator config dict from --config FILE, then the options that override it."""
+    spec = {}
+    if args.config:
+        try:
+            with open(args.config) as f:
+                spec = json.load(f)
+        except (OSError, ValueError) as e:
+            raise BadInput(f"cannot read config {args.config}: {e}") from None
+        if not isinstance(spec, dict):
+            raise BadInput(f"config {args.config} must hold a JSON object")
+    for key in _MODEL_OPTIONS[1:]:
+        value = getattr(args, key)
+        if value is not None:
+            spec["dtlb" if key == "tlb" else key] = value
+    if args.no_classify:
+        spec["classify"] = False
+    return spec
+
+
+def _sim_trace(args):
+    from ._sim import Simulator, cachelab
+
+    lab = (args.s, args.E, args.b)
+    if any(v is not None for v in lab):
+        if None in lab:
+            raise BadInput("cache-lab mode needs all three of -s, -E and -b")
+        given = [k for k in _MODEL_OPTIONS if getattr(args, k) is not None]
+        if given or args.no_classify:
+            option = f"--{given[0]}" if given else "--no-classify"
+            raise BadInput(f"{option} does not apply in cache-lab mode (-s -E -b)")
+        result = cachelab(args.file, args.s, args.E, args.b, verbose=args.verbose)
+        _print_json(result.to_dict()) if args.json else print(result)
+        return 0
+    if args.verbose:
+        raise BadInput("-v is for cache-lab mode (with -s, -E and -b)")
+    sim = Simulator(_sim_spec(args))
+    sim.replay(args.file)
+    stats = sim.stats()
+    _print_json(stats.to_dict("sim-trace")) if args.json else print(stats)
     return 0
 
 
@@ -114,6 +159,37 @@ def _parser():
     r.add_argument("--json", action="store_true", help="one JSON document on stdout")
     r.add_argument("--list", action="store_true", help="list experiments and their parameters")
     r.set_defaults(func=_run)
+
+    sim = sub.add_parser("sim", help="the cache/TLB simulator")
+    sim_sub = sim.add_subparsers(dest="sim_verb", required=True, parser_class=_Parser)
+    t = sim_sub.add_parser(
+        "trace", help="replay a valgrind lackey trace through the simulated caches and TLBs",
+        usage="pagelab sim trace FILE -s S -E E -b B [-v] [--json]\n"
+              "       pagelab sim trace FILE [--config FILE] [--l1 SIZE:WAYS:LINE] [--l2 ...] "
+              "[--llc ...] [--tlb ENTRIES:WAYS] [--stlb ...] [--page 4k|2m] "
+              "[--policy lru|fifo|random|plru] [--seed N] [--no-classify] [--json]",
+        description="Without -s/-E/-b: the multi-level model, geometry from this machine "
+                    "unless overridden (a level set to 'none' is left out). With -s -E -b: "
+                    "cache-lab mode, output as CS:APP's csim-ref.")
+    t.add_argument("file", help="trace from valgrind --tool=lackey --trace-mem=yes")
+    t.add_argument("-s", type=int, help="cache-lab: 2^s sets")
+    t.add_argument("-E", type=int, help="cache-lab: lines per set")
+    t.add_argument("-b", type=int, help="cache-lab: 2^b-byte blocks")
+    t.add_argument("-v", "--verbose", action="store_true", help="cache-lab: one line per record")
+    t.add_argument("--config", help="JSON file of settings (keys: l1 l2 llc dtlb stlb page "
+                                    "policy seed classify); options below override it")
+    t.add_argument("--l1", help="L1D as SIZE:WAYS:LINE, e.g. 32K:8:64, or none")
+    t.add_argument("--l2", help="L2 as SIZE:WAYS:LINE, or none")
+    t.add_argument("--llc", help="last-level cache as SIZE:WAYS:LINE, or none")
+    t.add_argument("--tlb", help="L1 DTLB as ENTRIES:WAYS, e.g. 64:4, or none")
+    t.add_argument("--stlb", help="second-level TLB as ENTRIES:WAYS, or none")
+    t.add_argument("--page", help="page size: 4k (default) or 2m")
+    t.add_argument("--policy", help="cache replacement: lru (default), fifo, random, plru")
+    t.add_argument("--seed", type=int, help="seed of the random policy (default 0)")
+    t.add_argument("--no-classify", action="store_true",
+                   help="skip compulsory/capacity/conflict classification (faster)")
+    t.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    t.set_defaults(func=_sim_trace)
 
     lab = sub.add_parser("lab", help="open JupyterLab on the chapters; other arguments "
                          "(e.g. --no-browser --port 8899) go to jupyter lab",

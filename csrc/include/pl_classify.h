@@ -1,0 +1,69 @@
+/* Miss classification (Hill's three Cs) for one cache level. Private to csrc/sim.
+ *   compulsory: the first access to the line ever (a first-touch set remembers every line);
+ *   conflict:   not compulsory, and a fully associative LRU cache with the same number of lines
+ *               (the shadow, fed every access of the level) would have hit;
+ *   capacity:   not compulsory, and the shadow missed too.
+ * The shadow's LRU list also serves as the store of wide fully associative LRU caches. */
+#ifndef PL_CLASSIFY_H
+#define PL_CLASSIFY_H
+
+#include <stdint.h>
+
+/* Lines per first-touch bitmap chunk: 512 bits are 64 bytes, one host cache line, and cover
+ * 32 KiB of 64-byte lines, so dense traces need few chunks and sparse ones waste little. */
+#define PL_SEEN_CHUNK_SHIFT 9
+#define PL_SEEN_CHUNK_WORDS ((1u << PL_SEEN_CHUNK_SHIFT) / 64)
+/* Initial first-touch table: grows by doubling, so the start only needs to be small. */
+#define PL_SEEN_INITIAL_SLOTS 64
+
+/* A hash table slot holds the tag itself, so a probe reads one host cache line. */
+struct pl_lru_slot {
+    uint64_t tag;
+    uint32_t node; /* node number + 1; 0 = empty */
+    uint32_t unused;
+};
+
+struct pl_lru_node {
+    uint32_t prev, next; /* towards the head (most recent) and the tail (least recent) */
+    uint32_t slot;       /* where the node's line sits in the hash table: deletion needs no
+                            search */
+    uint32_t unused;
+};
+
+struct pl_classifier {
+    /* Shadow: a fully associative LRU list of cap lines, found through an open-addressing hash
+     * table with linear probing and backward-shift deletion, at most a quarter full while the
+     * table is small enough to stay in the host's caches, at most half full beyond that. */
+    uint32_t cap, used, head, tail;
+    struct pl_lru_node *node;
+    struct pl_lru_slot *slot;
+    uint64_t slot_mask;
+    unsigned slot_shift;  /* hash = (key * golden) >> slot_shift */
+    unsigned group_shift; /* log2 of the consecutive lines that share a hash (see classify.c) */
+    /* First-touch set: chunk number -> index + 1 of its bitmap (0 = empty slot), open addressing,
+     * doubled when half full; the bitmaps live in one array that also doubles. */
+    uint64_t *chunk_key;
+    uint32_t *chunk_idx;
+    uint64_t chunk_mask;
+    unsigned chunk_shift;
+    uint64_t chunks;   /* chunks in use */
+    uint64_t *bits;    /* PL_SEEN_CHUNK_WORDS words per chunk */
+    uint64_t bits_cap; /* chunks the bits array has room for */
+    uint64_t last_key; /* one-entry cache of the last chunk looked up */
+    uint64_t last_idx; /* its bitmap index + 1, 0 = none */
+};
+
+/* 0, -EINVAL or -ENOMEM (nothing left allocated). 1 <= cap < UINT32_MAX lines. */
+int pl_classifier_init(struct pl_classifier *k, uint32_t cap);
+void pl_classifier_free(struct pl_classifier *k);
+void pl_classifier_reset(struct pl_classifier *k);
+/* Record an access in the shadow; 1 if the shadow held the line (a shadow hit), else 0. */
+int pl_shadow_access(struct pl_classifier *k, uint64_t line);
+/* The same list as an exact fully associative LRU cache in its own right: also gives the node
+ * (0 .. cap-1) that holds the line now, and whether a miss replaced another line there. */
+int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted);
+/* Mark line touched; 1 if it was touched before, 0 if this is the first time, -ENOMEM if the
+ * set could not grow (the line is then not recorded). */
+int pl_seen_test_and_set(struct pl_classifier *k, uint64_t line);
+
+#endif

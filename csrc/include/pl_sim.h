@@ -1,0 +1,160 @@
+/* The cache/TLB simulator: up to three set-associative cache levels (L1D, L2, LLC) and two TLBs
+ * (DTLB, STLB), fed one data access at a time by pl_sim_access (the PL_SIM hook of pl_access.h),
+ * by arrays (pl_sim_access_array) or by a replayed trace (pl_trace.h).
+ *
+ * Model: write-allocate, non-inclusive. Every access looks up the first level; only its misses
+ * go on to the next (an L1 line that misses in L2 is fetched from there as one access of the
+ * same kind). Evictions never back-invalidate other levels. Dirty evictions are counted as
+ * writebacks but not sent to the next level, as in cachegrind's model. The DTLB translates
+ * every access (one lookup per page it covers); its misses look up the STLB. An access that
+ * straddles lines (pages) touches each line (page) it covers. Caches are indexed by virtual
+ * address: traces and workloads only know virtual addresses. */
+#ifndef PL_SIM_H
+#define PL_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PL_SIM_MAX_LEVELS 3 /* L1D, L2, LLC */
+#define PL_SIM_MAX_TLBS 2   /* DTLB, STLB */
+/* 4 Mi lines (256 MiB of 64-byte lines) per level bounds one level's memory to ~150 MB with
+ * classification, and is larger than any LLC slice a student machine reports. */
+#define PL_SIM_MAX_LINES (1u << 22)
+/* Classification's fully associative shadow indexes its lines with 32-bit numbers. */
+#define PL_SIM_MAX_WAYS 4096
+
+/* Replacement policies of the cache levels (TLBs are always LRU). */
+#define PL_POLICY_LRU 0
+#define PL_POLICY_FIFO 1
+#define PL_POLICY_RANDOM 2 /* xorshift64* seeded per level from the config seed */
+#define PL_POLICY_PLRU 3   /* tree pseudo-LRU; needs a power-of-two number of ways <= 64 */
+
+/* Operations of pl_sim_access_array (and of trace records). */
+#define PL_OP_LOAD 0
+#define PL_OP_STORE 1
+#define PL_OP_MODIFY 2 /* a load then a store to the same bytes (valgrind's M records) */
+
+/* Named defaults, used where the machine does not say (no sysfs cache directory, no CPUID
+ * leaf). Caches: 32 KiB 8-way with 64-byte lines is the L1D of nearly every x86 core since 2008;
+ * 512 KiB 8-way L2 and 8 MiB 16-way LLC sit in the middle of current desktop and server parts. */
+#define PL_SIM_DEFAULT_LINE 64
+#define PL_SIM_DEFAULT_L1_SIZE (32u << 10)
+#define PL_SIM_DEFAULT_L1_WAYS 8
+#define PL_SIM_DEFAULT_L2_SIZE (512u << 10)
+#define PL_SIM_DEFAULT_L2_WAYS 8
+#define PL_SIM_DEFAULT_LLC_SIZE (8u << 20)
+#define PL_SIM_DEFAULT_LLC_WAYS 16
+/* TLBs: Intel Skylake through Ice Lake: a 64-entry 4-way L1 DTLB for 4 KiB pages, 32 entries
+ * 4-way for 2 MiB pages, and a 1536-entry 12-way STLB shared by both page sizes. */
+#define PL_SIM_DEFAULT_DTLB_ENTRIES 64
+#define PL_SIM_DEFAULT_DTLB_WAYS 4
+#define PL_SIM_DEFAULT_DTLB_2M_ENTRIES 32
+#define PL_SIM_DEFAULT_DTLB_2M_WAYS 4
+#define PL_SIM_DEFAULT_STLB_ENTRIES 1536
+#define PL_SIM_DEFAULT_STLB_WAYS 12
+
+struct pl_cache_geom {
+    uint64_t size; /* bytes; size / (ways * line) sets, a power of two */
+    uint32_t ways;
+    uint32_t line; /* bytes, a power of two */
+};
+
+struct pl_tlb_geom {
+    uint32_t entries; /* entries / ways sets, a power of two */
+    uint32_t ways;
+};
+
+struct pl_sim_config {
+    int nlevels; /* 0..PL_SIM_MAX_LEVELS cache levels, first level first */
+    struct pl_cache_geom level[PL_SIM_MAX_LEVELS];
+    int ntlbs; /* 0: no TLB, 1: DTLB, 2: DTLB and STLB */
+    struct pl_tlb_geom tlb[PL_SIM_MAX_TLBS];
+    uint32_t page_size; /* bytes, a power of two >= every line size when there is a TLB */
+    int policy;         /* PL_POLICY_*, for the cache levels */
+    uint64_t seed;      /* PL_POLICY_RANDOM's seed; the same seed replays the same choices */
+    int classify;       /* 1: classify misses as compulsory / capacity / conflict */
+};
+
+/* Counts of one cache level or TLB. hits = reads + writes - read_misses - write_misses. */
+struct pl_sim_counts {
+    uint64_t reads, writes;
+    uint64_t read_misses, write_misses;
+    uint64_t evictions;  /* valid lines replaced */
+    uint64_t writebacks; /* dirty lines replaced */
+    uint64_t compulsory; /* first touch of the line ever (at this level) */
+    uint64_t capacity;   /* not first touch, and a fully associative LRU cache of the same
+                            capacity would have missed too */
+    uint64_t conflict;   /* not first touch, but that fully associative cache would have hit */
+};
+
+struct pl_sim_stats {
+    struct pl_sim_counts level[PL_SIM_MAX_LEVELS];
+    struct pl_sim_counts tlb[PL_SIM_MAX_TLBS];
+};
+
+struct pl_sim_core; /* the levels and TLBs, private to csrc/sim */
+
+/* The fields are visible only so that pl_sim_access's fast path can be inlined into workload
+ * kernels; nothing outside csrc/sim reads or writes them. */
+struct pl_sim {
+    /* Fast path: an access that lies within the granule (the L1 line, or the page without an
+     * L1; the smaller of the two) of the previous access is an L1 hit and a DTLB hit, and
+     * changes no replacement state: that line is already the most recently used in its set and
+     * in the classification shadow, and under FIFO, random and PLRU a repeated hit changes
+     * nothing either. So counting it is exact. */
+    uint64_t last;       /* granule number of the previous access */
+    uint64_t gmask;      /* granule bytes - 1 */
+    uint64_t limit;      /* granule bytes, or 0 when there is no previous access */
+    unsigned shift;      /* log2 granule bytes */
+    uint8_t *last_dirty; /* dirty flag of the previous access's L1 line */
+    uint64_t fast[2];    /* accesses served by the fast path: loads, stores */
+    struct pl_sim_core *core;
+};
+
+/* 0, or -EINVAL for an impossible configuration (the Python layer explains which). */
+int pl_sim_config_check(const struct pl_sim_config *cfg);
+/* 0 and *out set, or -EINVAL / -ENOMEM. Free with pl_sim_destroy. */
+int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out);
+void pl_sim_destroy(struct pl_sim *sim);
+/* Back to the state right after creation: empty caches, zero counts, the seed rewound. */
+void pl_sim_reset(struct pl_sim *sim);
+/* Counts so far. 0, or -ENOMEM if classification ran out of memory (its counts are then
+ * incomplete; everything else is exact). */
+int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out);
+
+/* The full model for one access; returns the first level's outcome for its last line
+ * (PL_SIM_HIT, PL_SIM_EVICT bits). Always correct, also when the fast path would apply. */
+#define PL_SIM_HIT 1
+#define PL_SIM_EVICT 2
+int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
+
+/* Simulate one access of size bytes (0 counts as 1) at addr. The PL_SIM hook: sim must be a
+ * valid simulator (no NULL check in the hot path). No allocation, no division: an access within
+ * the previous access's granule costs a compare and two increments. */
+static inline void pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write)
+{
+    /* (addr & gmask) + size - 1 < limit: the access ends inside the granule; with limit 0 (no
+     * previous access) or size 0 (wraps to a huge value) it fails and takes the slow path. */
+    if ((addr >> sim->shift) == sim->last &&
+        (addr & sim->gmask) + (uint64_t)size - 1 < sim->limit) {
+        sim->fast[is_write != 0]++;
+        if (is_write)
+            *sim->last_dirty = 1;
+        return;
+    }
+    pl_sim_access_slow(sim, addr, size, is_write);
+}
+
+/* Simulate n accesses in one call. op and size are per-access arrays, or NULL to use op_all
+ * (PL_OP_*) and size_all for every access. PL_OP_MODIFY is a load then a store. Ops other than
+ * PL_OP_* are skipped (the Python layer rejects them first). */
+void pl_sim_access_array(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,
+                         const uint32_t *size, size_t n, uint8_t op_all, uint32_t size_all);
+/* Like pl_sim_access_array without the fast path, recording the first level's outcome of each
+ * access in outcome[i]: PL_SIM_HIT / PL_SIM_EVICT bits of the load (or the only access), and
+ * the store of a PL_OP_MODIFY shifted left by 2. For cache-lab -v output. */
+void pl_sim_access_outcomes(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,
+                            const uint32_t *size, size_t n, uint8_t op_all, uint32_t size_all,
+                            uint8_t *outcome);
+
+#endif

@@ -1,0 +1,17 @@
+/* Memory for the simulator's tables. Private to csrc/sim. */
+#ifndef PL_SIMMEM_H
+#define PL_SIMMEM_H
+
+#include <stddef.h>
+
+/* Tables at least this large are aligned to it and advised onto transparent huge pages: the
+ * model touches them at random, and on 4 KiB pages a large LLC's tables would cost a host TLB
+ * miss on nearly every simulated access. */
+#define PL_SIMMEM_HUGE (2u << 20)
+
+/* Uninitialised (pl_big_alloc) or zeroed (pl_big_zalloc) memory, NULL when out of memory or
+ * when n * size overflows. Release with free(). */
+void *pl_big_alloc(size_t n, size_t size);
+void *pl_big_zalloc(size_t n, size_t size);
+
+#endif

@@ -1,0 +1,259 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_classify.h"
+#include "pl_simmem.h"
+
+#define NIL UINT32_MAX
+/* Fibonacci hashing: multiply by 2^64 / golden ratio, keep the top bits. */
+#define GOLDEN 0x9E3779B97F4A7C15ull
+
+static unsigned log2_ceil(uint64_t x)
+{
+    unsigned b = 0;
+    while ((1ull << b) < x)
+        b++;
+    return b;
+}
+
+static uint64_t home(uint64_t key, unsigned shift)
+{
+    return (key * GOLDEN) >> shift;
+}
+
+/* Home slot of a line in the shadow. In a table too big for the host's caches, groups of four
+ * consecutive lines hash together and sit side by side, so a sequential walk probes one host
+ * cache line per group instead of one per line, while strides (the usual conflict-miss
+ * experiments) still scatter. A small table is cached anyway, and there grouping would only
+ * lengthen the probe runs. */
+#define LINE_GROUP_SHIFT 2
+/* A hash table beyond this size no longer stays in a host core's L2 cache. */
+#define BIG_TABLE_BYTES (1u << 20)
+
+static uint64_t line_home(const struct pl_classifier *k, uint64_t line)
+{
+    unsigned g = k->group_shift;
+    uint64_t group = home(line >> g, k->slot_shift + g);
+    return (group << g | (line & ((1u << g) - 1))) & k->slot_mask;
+}
+
+static void free_all(struct pl_classifier *k)
+{
+    free(k->node);
+    free(k->slot);
+    free(k->chunk_key);
+    free(k->chunk_idx);
+    free(k->bits);
+    memset(k, 0, sizeof *k);
+}
+
+int pl_classifier_init(struct pl_classifier *k, uint32_t cap)
+{
+    memset(k, 0, sizeof *k);
+    if (cap < 1 || cap == UINT32_MAX)
+        return -EINVAL;
+    /* short probe runs where memory is cheap, half the memory where the table is large */
+    unsigned bits = log2_ceil(4ull * cap);
+    if ((sizeof *k->slot << bits) > BIG_TABLE_BYTES)
+        bits--;
+    if (bits <= LINE_GROUP_SHIFT)
+        bits = LINE_GROUP_SHIFT + 1; /* line_home shifts by slot_shift + LINE_GROUP_SHIFT < 64 */
+    k->cap = cap;
+    k->node = pl_big_alloc(cap, sizeof *k->node);
+    k->slot = pl_big_alloc(1ull << bits, sizeof *k->slot);
+    k->slot_mask = (1ull << bits) - 1;
+    k->slot_shift = 64 - bits;
+    k->group_shift = (sizeof *k->slot << bits) >= BIG_TABLE_BYTES ? LINE_GROUP_SHIFT : 0;
+    unsigned cbits = log2_ceil(PL_SEEN_INITIAL_SLOTS);
+    k->chunk_key = pl_big_alloc(1ull << cbits, sizeof *k->chunk_key);
+    k->chunk_idx = pl_big_alloc(1ull << cbits, sizeof *k->chunk_idx);
+    k->chunk_mask = (1ull << cbits) - 1;
+    k->chunk_shift = 64 - cbits;
+    k->bits_cap = PL_SEEN_INITIAL_SLOTS / 2;
+    k->bits = pl_big_alloc(k->bits_cap * PL_SEEN_CHUNK_WORDS, sizeof *k->bits);
+    if (!k->node || !k->slot || !k->chunk_key || !k->chunk_idx || !k->bits) {
+        free_all(k);
+        return -ENOMEM;
+    }
+    pl_classifier_reset(k);
+    return 0;
+}
+
+void pl_classifier_free(struct pl_classifier *k)
+{
+    free_all(k);
+}
+
+void pl_classifier_reset(struct pl_classifier *k)
+{
+    k->used = 0;
+    k->head = k->tail = NIL;
+    memset(k->slot, 0, (k->slot_mask + 1) * sizeof *k->slot);
+    memset(k->chunk_idx, 0, (k->chunk_mask + 1) * sizeof *k->chunk_idx);
+    k->chunks = 0;
+    k->last_idx = 0;
+}
+
+/* --- shadow --------------------------------------------------------------------------------- */
+
+static void unlink_node(struct pl_classifier *k, uint32_t n)
+{
+    uint32_t p = k->node[n].prev, q = k->node[n].next;
+    if (p != NIL)
+        k->node[p].next = q;
+    else
+        k->head = q;
+    if (q != NIL)
+        k->node[q].prev = p;
+    else
+        k->tail = p;
+}
+
+static void push_front(struct pl_classifier *k, uint32_t n)
+{
+    k->node[n].prev = NIL;
+    k->node[n].next = k->head;
+    if (k->head != NIL)
+        k->node[k->head].prev = n;
+    k->head = n;
+    if (k->tail == NIL)
+        k->tail = n;
+}
+
+/* Empty slot i, shifting later entries of its probe run back so that no lookup ever stops
+ * early at the hole; moved entries tell their nodes where they went. */
+static void slot_delete(struct pl_classifier *k, uint64_t i)
+{
+    uint64_t mask = k->slot_mask;
+    for (uint64_t j = (i + 1) & mask; k->slot[j].node; j = (j + 1) & mask) {
+        uint64_t h = line_home(k, k->slot[j].tag);
+        /* the entry at j may fill the hole at i unless its home lies cyclically in (i, j] */
+        int stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+        if (!stays) {
+            k->slot[i] = k->slot[j];
+            k->node[k->slot[i].node - 1].slot = (uint32_t)i;
+            i = j;
+        }
+    }
+    k->slot[i].node = 0;
+}
+
+int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted)
+{
+    uint64_t mask = k->slot_mask;
+    uint64_t i = line_home(k, line);
+    *evicted = 0;
+    for (; k->slot[i].node; i = (i + 1) & mask) {
+        if (k->slot[i].tag == line) {
+            uint32_t n = k->slot[i].node - 1;
+            if (k->head != n) {
+                unlink_node(k, n);
+                push_front(k, n);
+            }
+            *node = n;
+            return 1;
+        }
+    }
+    uint32_t n;
+    if (k->used < k->cap) {
+        n = k->used++;
+    } else {
+        n = k->tail; /* the least recently used line leaves */
+        *evicted = 1;
+        slot_delete(k, k->node[n].slot);
+        unlink_node(k, n);
+        i = line_home(k, line); /* the deletion may have moved the free slot */
+        while (k->slot[i].node)
+            i = (i + 1) & mask;
+    }
+    k->slot[i].tag = line;
+    k->slot[i].node = n + 1;
+    k->node[n].slot = (uint32_t)i;
+    push_front(k, n);
+    *node = n;
+    return 0;
+}
+
+int pl_shadow_access(struct pl_classifier *k, uint64_t line)
+{
+    uint32_t node;
+    int evicted;
+    return pl_lru_access(k, line, &node, &evicted);
+}
+
+/* --- first-touch set ------------------------------------------------------------------------ */
+
+static int grow_chunk_table(struct pl_classifier *k)
+{
+    uint64_t old_size = k->chunk_mask + 1, size = old_size * 2;
+    uint64_t *key = pl_big_alloc(size, sizeof *key);
+    uint32_t *idx = pl_big_zalloc(size, sizeof *idx);
+    if (!key || !idx) {
+        free(key);
+        free(idx);
+        return -ENOMEM;
+    }
+    unsigned shift = k->chunk_shift - 1;
+    for (uint64_t i = 0; i < old_size; i++) {
+        if (!k->chunk_idx[i])
+            continue;
+        uint64_t j = home(k->chunk_key[i], shift);
+        while (idx[j])
+            j = (j + 1) & (size - 1);
+        key[j] = k->chunk_key[i];
+        idx[j] = k->chunk_idx[i];
+    }
+    free(k->chunk_key);
+    free(k->chunk_idx);
+    k->chunk_key = key;
+    k->chunk_idx = idx;
+    k->chunk_mask = size - 1;
+    k->chunk_shift = shift;
+    return 0;
+}
+
+/* Index + 1 of the bitmap of chunk key, created if new; 0 if out of memory. */
+static uint64_t chunk_of(struct pl_classifier *k, uint64_t key)
+{
+    uint64_t i = home(key, k->chunk_shift);
+    for (; k->chunk_idx[i]; i = (i + 1) & k->chunk_mask)
+        if (k->chunk_key[i] == key)
+            return k->chunk_idx[i];
+    if (2 * (k->chunks + 1) > k->chunk_mask + 1) {
+        if (grow_chunk_table(k))
+            return 0;
+        i = home(key, k->chunk_shift);
+        while (k->chunk_idx[i])
+            i = (i + 1) & k->chunk_mask;
+    }
+    if (k->chunks == k->bits_cap) {
+        uint64_t *bits = pl_big_alloc(2 * k->bits_cap * PL_SEEN_CHUNK_WORDS, sizeof *bits);
+        if (!bits)
+            return 0;
+        memcpy(bits, k->bits, k->chunks * PL_SEEN_CHUNK_WORDS * sizeof *bits);
+        free(k->bits);
+        k->bits = bits;
+        k->bits_cap *= 2;
+    }
+    memset(k->bits + k->chunks * PL_SEEN_CHUNK_WORDS, 0, PL_SEEN_CHUNK_WORDS * sizeof *k->bits);
+    k->chunk_key[i] = key;
+    k->chunk_idx[i] = (uint32_t)++k->chunks;
+    return k->chunks;
+}
+
+int pl_seen_test_and_set(struct pl_classifier *k, uint64_t line)
+{
+    uint64_t key = line >> PL_SEEN_CHUNK_SHIFT;
+    uint64_t idx = k->last_idx && k->last_key == key ? k->last_idx : chunk_of(k, key);
+    if (!idx)
+        return -ENOMEM;
+    k->last_key = key;
+    k->last_idx = idx;
+    unsigned bit = (unsigned)(line & ((1u << PL_SEEN_CHUNK_SHIFT) - 1));
+    uint64_t *w = &k->bits[(idx - 1) * PL_SEEN_CHUNK_WORDS + bit / 64];
+    uint64_t m = 1ull << (bit % 64);
+    int was = (*w & m) != 0;
+    *w |= m;
+    return was;
+}

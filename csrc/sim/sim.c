@@ -1,0 +1,235 @@
+/* The hierarchy: TLBs and cache levels glued together, the slow path of pl_sim_access, arrays. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_cache.h"
+#include "pl_sim.h"
+
+/* Seeds of the levels differ so that two random-policy levels do not make the same choices. */
+#define LEVEL_SEED_STEP 0x9E3779B97F4A7C15ull
+/* Longest line we accept: far beyond any real cache, small enough that shifts stay sane. */
+#define MAX_LINE (1u << 30)
+
+struct pl_sim_core {
+    int nlevels, ntlbs;
+    unsigned page_shift;
+    struct pl_cache level[PL_SIM_MAX_LEVELS];
+    struct pl_cache tlb[PL_SIM_MAX_TLBS];
+    uint8_t no_line_dirty; /* stands in for the L1 dirty flag when there is no cache level */
+};
+
+static int pow2(uint64_t x)
+{
+    return x && !(x & (x - 1));
+}
+
+static unsigned log2_of(uint64_t pow2_value)
+{
+    return (unsigned)__builtin_ctzll(pow2_value);
+}
+
+static int check_array(uint64_t lines, uint32_t ways)
+{
+    return ways >= 1 && ways <= PL_SIM_MAX_WAYS && lines >= ways && lines <= PL_SIM_MAX_LINES &&
+                   lines % ways == 0 && pow2(lines / ways)
+               ? 0
+               : -EINVAL;
+}
+
+int pl_sim_config_check(const struct pl_sim_config *cfg)
+{
+    if (cfg->nlevels < 0 || cfg->nlevels > PL_SIM_MAX_LEVELS || cfg->ntlbs < 0 ||
+        cfg->ntlbs > PL_SIM_MAX_TLBS || cfg->nlevels + cfg->ntlbs == 0)
+        return -EINVAL;
+    if (cfg->policy < PL_POLICY_LRU || cfg->policy > PL_POLICY_PLRU)
+        return -EINVAL;
+    for (int i = 0; i < cfg->nlevels; i++) {
+        const struct pl_cache_geom *g = &cfg->level[i];
+        if (!pow2(g->line) || g->line > MAX_LINE || g->size % g->line)
+            return -EINVAL;
+        if (check_array(g->size / g->line, g->ways))
+            return -EINVAL;
+        if (cfg->policy == PL_POLICY_PLRU && (!pow2(g->ways) || g->ways > 64))
+            return -EINVAL;
+        if (cfg->ntlbs && g->line > cfg->page_size)
+            return -EINVAL;
+    }
+    if (cfg->ntlbs && (!pow2(cfg->page_size) || cfg->page_size < 4096))
+        return -EINVAL;
+    for (int i = 0; i < cfg->ntlbs; i++)
+        if (check_array(cfg->tlb[i].entries, cfg->tlb[i].ways))
+            return -EINVAL;
+    return 0;
+}
+
+void pl_sim_destroy(struct pl_sim *sim)
+{
+    if (!sim)
+        return;
+    if (sim->core) {
+        for (int i = 0; i < PL_SIM_MAX_LEVELS; i++)
+            pl_cache_free(&sim->core->level[i]);
+        for (int i = 0; i < PL_SIM_MAX_TLBS; i++)
+            pl_cache_free(&sim->core->tlb[i]);
+        free(sim->core);
+    }
+    free(sim);
+}
+
+int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out)
+{
+    *out = NULL;
+    int rc = pl_sim_config_check(cfg);
+    if (rc)
+        return rc;
+    struct pl_sim *sim = calloc(1, sizeof *sim);
+    if (!sim)
+        return -ENOMEM;
+    struct pl_sim_core *k = sim->core = calloc(1, sizeof *k);
+    if (!k) {
+        free(sim);
+        return -ENOMEM;
+    }
+    k->nlevels = cfg->nlevels;
+    k->ntlbs = cfg->ntlbs;
+    k->page_shift = cfg->ntlbs ? log2_of(cfg->page_size) : 0;
+    for (int i = 0; i < cfg->nlevels && !rc; i++) {
+        const struct pl_cache_geom *g = &cfg->level[i];
+        rc = pl_cache_init(&k->level[i], g->size / g->line, g->ways, log2_of(g->line),
+                           cfg->policy, cfg->seed + (uint64_t)i * LEVEL_SEED_STEP,
+                           cfg->classify != 0);
+    }
+    for (int i = 0; i < cfg->ntlbs && !rc; i++)
+        rc = pl_cache_init(&k->tlb[i], cfg->tlb[i].entries, cfg->tlb[i].ways, k->page_shift,
+                           PL_POLICY_LRU, 0, 0);
+    if (rc) {
+        pl_sim_destroy(sim);
+        return rc;
+    }
+    /* the fast-path granule: the L1 line (never larger than a page), else the page */
+    sim->shift = cfg->nlevels ? k->level[0].shift : k->page_shift;
+    sim->gmask = (1ull << sim->shift) - 1;
+    pl_sim_reset(sim);
+    *out = sim;
+    return 0;
+}
+
+void pl_sim_reset(struct pl_sim *sim)
+{
+    struct pl_sim_core *k = sim->core;
+    for (int i = 0; i < k->nlevels; i++)
+        pl_cache_reset(&k->level[i]);
+    for (int i = 0; i < k->ntlbs; i++)
+        pl_cache_reset(&k->tlb[i]);
+    sim->last = 0;
+    sim->limit = 0;
+    sim->last_dirty = &k->no_line_dirty;
+    sim->fast[0] = sim->fast[1] = 0;
+}
+
+int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out)
+{
+    const struct pl_sim_core *k = sim->core;
+    int rc = 0;
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < k->nlevels; i++) {
+        out->level[i] = k->level[i].n;
+        if (k->level[i].err)
+            rc = k->level[i].err;
+    }
+    for (int i = 0; i < k->ntlbs; i++)
+        out->tlb[i] = k->tlb[i].n;
+    /* fast-path accesses were hits in the first level and in the DTLB */
+    struct pl_sim_counts *first = k->nlevels ? &out->level[0] : NULL;
+    struct pl_sim_counts *dtlb = k->ntlbs ? &out->tlb[0] : NULL;
+    if (first) {
+        first->reads += sim->fast[0];
+        first->writes += sim->fast[1];
+    }
+    if (dtlb) {
+        dtlb->reads += sim->fast[0];
+        dtlb->writes += sim->fast[1];
+    }
+    return rc;
+}
+
+/* Level i gets the line-aligned block [base, base + 2^span) that the level above missed. */
+static void fetch(struct pl_sim_core *k, int i, uint64_t base, unsigned span, int is_write)
+{
+    struct pl_cache *c = &k->level[i];
+    uint64_t x = base >> c->shift, last = (base + ((1ull << span) - 1)) >> c->shift;
+    uint8_t *dirty;
+    for (;; x++) {
+        int hit = pl_cache_access(c, x, is_write, &dirty) & PL_SIM_HIT;
+        if (!hit && i + 1 < k->nlevels)
+            fetch(k, i + 1, x << c->shift, c->shift, is_write);
+        if (x == last)
+            break;
+    }
+}
+
+int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write)
+{
+    struct pl_sim_core *k = sim->core;
+    uint64_t end = addr + (size ? size - 1 : 0);
+    if (end < addr)
+        end = UINT64_MAX; /* an access cannot wrap around the address space */
+    uint8_t *dirty;
+    if (k->ntlbs) {
+        for (uint64_t p = addr >> k->page_shift;; p++) {
+            int hit = pl_cache_access(&k->tlb[0], p, is_write, &dirty) & PL_SIM_HIT;
+            if (!hit && k->ntlbs > 1)
+                pl_cache_access(&k->tlb[1], p, is_write, &dirty);
+            if (p == end >> k->page_shift)
+                break;
+        }
+    }
+    int out = 0;
+    dirty = &k->no_line_dirty;
+    if (k->nlevels) {
+        struct pl_cache *l1 = &k->level[0];
+        for (uint64_t x = addr >> l1->shift;; x++) {
+            out = pl_cache_access(l1, x, is_write, &dirty);
+            if (!(out & PL_SIM_HIT) && k->nlevels > 1)
+                fetch(k, 1, x << l1->shift, l1->shift, is_write);
+            if (x == end >> l1->shift)
+                break;
+        }
+    }
+    sim->last = end >> sim->shift;
+    sim->limit = sim->gmask + 1;
+    sim->last_dirty = dirty;
+    return out;
+}
+
+void pl_sim_access_array(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,
+                         const uint32_t *size, size_t n, uint8_t op_all, uint32_t size_all)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t o = op ? op[i] : op_all;
+        uint32_t sz = size ? size[i] : size_all;
+        if (o == PL_OP_LOAD || o == PL_OP_MODIFY)
+            pl_sim_access(sim, addr[i], sz, 0);
+        if (o == PL_OP_STORE || o == PL_OP_MODIFY)
+            pl_sim_access(sim, addr[i], sz, 1);
+    }
+}
+
+void pl_sim_access_outcomes(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,
+                            const uint32_t *size, size_t n, uint8_t op_all, uint32_t size_all,
+                            uint8_t *outcome)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t o = op ? op[i] : op_all;
+        uint32_t sz = size ? size[i] : size_all;
+        int r = 0;
+        if (o == PL_OP_LOAD || o == PL_OP_MODIFY)
+            r = pl_sim_access_slow(sim, addr[i], sz, 0);
+        if (o == PL_OP_STORE)
+            r = pl_sim_access_slow(sim, addr[i], sz, 1);
+        if (o == PL_OP_MODIFY)
+            r |= pl_sim_access_slow(sim, addr[i], sz, 1) << 2;
+        outcome[i] = (uint8_t)r;
+    }
+}

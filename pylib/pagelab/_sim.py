@@ -1,0 +1,377 @@
+"""The cache/TLB simulator for notebooks and the CLI: the Pythonic layer over csrc/sim.
+
+Every count it returns is simulated and labelled source "sim". Arrays of accesses go to C in
+one call (no Python per access); traces are parsed in C, a chunk of records per call.
+"""
+
+import errno
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _simreport
+from ._errors import BadInput
+from ._native import ffi, lib
+from ._simconfig import CacheGeometry, SimConfig, make_config, to_native
+from ._version import __version__
+
+SOURCE = "sim"
+# Records per parser call: big enough that the Python loop costs nothing, small enough (1.6 MB
+# of arrays) to stay in the host's caches.
+CHUNK = 1 << 16
+_OPS = {lib.PL_OP_LOAD: "L", lib.PL_OP_STORE: "S", lib.PL_OP_MODIFY: "M"}
+
+
+@dataclass(frozen=True)
+class LevelStats:
+    """Counts of one cache level. compulsory/capacity/conflict are None without classification."""
+
+    name: str
+    reads: int
+    writes: int
+    read_misses: int
+    write_misses: int
+    evictions: int
+    writebacks: int
+    compulsory: int | None
+    capacity: int | None
+    conflict: int | None
+    source: str = SOURCE
+
+    @property
+    def accesses(self):
+        return self.reads + self.writes
+
+    @property
+    def misses(self):
+        return self.read_misses + self.write_misses
+
+    @property
+    def hits(self):
+        return self.accesses - self.misses
+
+    @property
+    def miss_rate(self):
+        return self.misses / self.accesses if self.accesses else None
+
+    COUNTS = ("accesses", "reads", "writes", "hits", "misses", "read_misses", "write_misses",
+              "evictions", "writebacks", "compulsory", "capacity", "conflict")
+
+
+@dataclass(frozen=True)
+class TLBStats:
+    """Counts of one TLB: lookups (one per access and page it covers) and misses."""
+
+    name: str
+    reads: int
+    writes: int
+    read_misses: int
+    write_misses: int
+    evictions: int
+    source: str = SOURCE
+
+    @property
+    def accesses(self):
+        return self.reads + self.writes
+
+    @property
+    def misses(self):
+        return self.read_misses + self.write_misses
+
+    @property
+    def hits(self):
+        return self.accesses - self.misses
+
+    @property
+    def miss_rate(self):
+        return self.misses / self.accesses if self.accesses else None
+
+    COUNTS = ("accesses", "hits", "misses", "read_misses", "write_misses", "evictions")
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    """What a lackey trace held: data records go to the model, instruction records do not."""
+
+    path: str
+    lines: int
+    loads: int
+    stores: int
+    modifies: int
+    instructions: int
+    skipped: int
+
+    @property
+    def data_records(self):
+        return self.loads + self.stores + self.modifies
+
+
+@dataclass(frozen=True)
+class SimStats:
+    """The counts of every level and TLB of one simulator, with its configuration and the trace
+    replayed last (None if none was, since creation or reset)."""
+
+    config: SimConfig
+    levels: tuple
+    tlbs: tuple
+    trace: TraceInfo | None = None
+
+    def __getitem__(self, name):
+        for s in self.levels + self.tlbs:
+            if s.name.lower() == name.lower():
+                return s
+        raise KeyError(name)
+
+    def to_dict(self, experiment="sim"):
+        return _simreport.stats_dict(self, experiment)
+
+    def __str__(self):
+        return _simreport.stats_text(self)
+
+
+class Simulator:
+    """A simulated cache/TLB hierarchy.
+
+    ``config``: None (this machine: sysfs caches, CPUID TLBs), a SimConfig, or a dict of
+    overrides such as {"l1": "32K:8:64", "l2": None, "llc": None, "stlb": None}. One simulator
+    serves one thread at a time (calls are serialised by a lock).
+    """
+
+    def __init__(self, config=None):
+        self.config = make_config(config)
+        out = ffi.new("struct pl_sim **")
+        rc = lib.pl_sim_create(to_native(self.config), out)
+        if rc == -errno.ENOMEM:
+            raise MemoryError("not enough memory for the simulated caches")
+        if rc < 0:
+            raise BadInput(f"the simulator rejected the configuration ({os.strerror(-rc)})")
+        self._sim = ffi.gc(out[0], lib.pl_sim_destroy)
+        self._lock = threading.Lock()
+        self._trace = None
+
+    def access(self, addresses, ops=None, sizes=None):
+        """Simulate accesses in order, in one C call.
+
+        ``addresses``: integer array (or sequence) of byte addresses. ``ops``: None (all
+        loads), one op for all, or an array: 0 load, 1 store, 2 modify (a load then a store).
+        ``sizes``: None (1 byte each), one size for all, or an array of sizes >= 1; an access
+        that crosses a line or page boundary touches every line and page it covers.
+        """
+        addr = _uint_array(addresses, np.uint64, "addresses")
+        if addr.ndim != 1:
+            raise BadInput(f"addresses must be one-dimensional, not of shape {addr.shape}")
+        n = len(addr)
+        op, op_all = _per_access(ops, np.uint8, "ops", n, 0)
+        if op is not None and n and int(op.max()) > lib.PL_OP_MODIFY:
+            raise BadInput("ops must be 0 (load), 1 (store) or 2 (modify)")
+        if op is None and op_all > lib.PL_OP_MODIFY:
+            raise BadInput(f"op {op_all} is not 0 (load), 1 (store) or 2 (modify)")
+        size, size_all = _per_access(sizes, np.uint32, "sizes", n, 1)
+        if (size is not None and n and int(size.min()) < 1) or (size is None and size_all < 1):
+            raise BadInput("sizes must be at least 1 byte")
+        if n == 0:
+            return
+        with self._lock:
+            lib.pl_sim_access_array(self._sim, _ptr("uint64_t[]", addr), _ptr("uint8_t[]", op),
+                                    _ptr("uint32_t[]", size), n, op_all, size_all)
+
+    def replay(self, path):
+        """Replay a valgrind lackey trace (data records only) and return its TraceInfo.
+
+        The whole trace is checked first, so a malformed line raises BadInput (with its line
+        number) before anything is simulated.
+        """
+        info = scan_trace(path)
+        with self._lock:
+            for addr, size, op, n in _chunks(path):
+                lib.pl_sim_access_array(self._sim, _ptr("uint64_t[]", addr),
+                                        _ptr("uint8_t[]", op), _ptr("uint32_t[]", size), n, 0, 1)
+            self._trace = info
+        return info
+
+    def stats(self):
+        """Counts so far, per level and TLB, all labelled source 'sim'."""
+        st = ffi.new("struct pl_sim_stats *")
+        with self._lock:
+            rc = lib.pl_sim_stats(self._sim, st)
+            trace = self._trace
+        if rc == -errno.ENOMEM:
+            raise MemoryError("miss classification ran out of memory; its counts are incomplete")
+        classify = self.config.classify
+        levels = tuple(
+            LevelStats(name, c.reads, c.writes, c.read_misses, c.write_misses, c.evictions,
+                       c.writebacks, *((c.compulsory, c.capacity, c.conflict) if classify
+                                       else (None, None, None)))
+            for (name, _), c in zip(self.config.levels, st.level))
+        tlbs = tuple(TLBStats(name, c.reads, c.writes, c.read_misses, c.write_misses, c.evictions)
+                     for (name, _), c in zip(self.config.tlbs, st.tlb))
+        return SimStats(self.config, levels, tlbs, trace)
+
+    def reset(self):
+        """Empty every level and TLB, zero the counts, rewind the random seed."""
+        with self._lock:
+            lib.pl_sim_reset(self._sim)
+            self._trace = None
+
+
+# --- arrays -----------------------------------------------------------------------------------
+
+def _ptr(ctype, array):
+    return ffi.NULL if array is None else ffi.from_buffer(ctype, array)
+
+
+def _uint_array(values, dtype, what):
+    """A C-contiguous array of dtype, or BadInput if values are not integers in its range."""
+    try:
+        a = np.asarray(values)
+    except (TypeError, ValueError) as e:
+        raise BadInput(f"{what} must be integers ({e})") from None
+    if a.dtype == object:
+        try:
+            a = np.asarray(values, dtype=np.uint64)
+        except (TypeError, ValueError, OverflowError):
+            raise BadInput(f"{what} must be integers in [0, 2**64)") from None
+    if a.dtype.kind not in "iu":
+        raise BadInput(f"{what} must be integers, not {a.dtype}")
+    top = np.iinfo(dtype).max
+    # only the checks the source type needs: a uint64 array of addresses costs no pass at all
+    if a.size and ((a.dtype.kind == "i" and int(a.min()) < 0)
+                   or (np.iinfo(a.dtype).max > top and int(a.max()) > top)):
+        raise BadInput(f"{what} must lie in [0, {top}]")
+    # ascontiguousarray would turn a 0-d array (one value for all accesses) into shape (1,)
+    return a.astype(dtype) if a.ndim == 0 else np.ascontiguousarray(a, dtype=dtype)
+
+
+def _per_access(values, dtype, what, n, default):
+    """(array, None) for one value per access, or (None, value) for one value for all."""
+    if values is None:
+        return None, default
+    a = _uint_array(values, dtype, what)
+    if a.ndim == 0:
+        return None, int(a)
+    if a.shape != (n,):
+        raise BadInput(f"{what} has shape {a.shape}; it must match the {n} addresses")
+    return a, 0
+
+
+# --- traces -----------------------------------------------------------------------------------
+
+def _open(path):
+    out = ffi.new("struct pl_trace **")
+    rc = lib.pl_trace_open(os.fsencode(path), out)
+    if rc < 0:
+        raise BadInput(f"cannot read trace {path}: {os.strerror(-rc)}")
+    return ffi.gc(out[0], lib.pl_trace_close)
+
+
+def _chunks(path, info=None):
+    """Yield (addr, size, op, n) arrays of data records; the arrays are reused between yields.
+
+    ``info``: a dict that receives the trace's counts at the end."""
+    t = _open(path)
+    addr = np.empty(CHUNK, np.uint64)
+    size = np.empty(CHUNK, np.uint32)
+    op = np.empty(CHUNK, np.uint8)
+    pa, ps, po = ffi.from_buffer("uint64_t[]", addr), ffi.from_buffer("uint32_t[]", size), \
+        ffi.from_buffer("uint8_t[]", op)
+    while True:
+        n = lib.pl_trace_read(t, pa, ps, po, CHUNK)
+        if n == -errno.EBADMSG:
+            raise BadInput(f"{path}: line {t.line}: {ffi.string(t.err).decode()}")
+        if n < 0:
+            raise BadInput(f"cannot read trace {path}: {os.strerror(-n)}")
+        if n == 0:
+            break
+        yield addr, size, op, n
+    if info is not None:
+        info.update(lines=t.line, loads=t.loads, stores=t.stores, modifies=t.modifies,
+                    instructions=t.instr, skipped=t.skipped)
+
+
+def scan_trace(path):
+    """Check a whole lackey trace and count its records; BadInput if it is unreadable or has a
+    malformed line (the message names the line)."""
+    counts = {}
+    for _ in _chunks(path, counts):
+        pass
+    return TraceInfo(str(path), **counts)
+
+
+# --- cache-lab mode ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CachelabResult:
+    """The answer of CS:APP's reference cache simulator (csim-ref) for one trace."""
+
+    hits: int
+    misses: int
+    evictions: int
+    verbose: tuple = ()  # one line per data record with -v, e.g. "M 20,1 miss hit"
+    params: dict | None = None  # trace, s, E, b
+    source: str = SOURCE
+
+    @property
+    def summary(self):
+        return f"hits:{self.hits} misses:{self.misses} evictions:{self.evictions}"
+
+    def to_dict(self):
+        metrics = {k: {"value": getattr(self, k), "unit": "", "source": self.source}
+                   for k in ("hits", "misses", "evictions")}
+        return {"experiment": "cachelab", "version": __version__, "params": self.params,
+                "measurements": [{"label": "cache", "metrics": metrics}]}
+
+    def __str__(self):
+        return "\n".join([*self.verbose, self.summary])
+
+
+def _cachelab_param(value, name, low):
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise BadInput(f"-{name} must be a whole number >= {low}, not {value!r}")
+    return value
+
+
+def cachelab(path, s, E, b, verbose=False):
+    """Cache-lab mode: one LRU level of 2**s sets, E lines each, 2**b-byte blocks, as csim-ref.
+
+    I records are ignored, sizes are ignored (no access straddles blocks), M is a load then a
+    store to the same address. Returns hits, misses, evictions (and, with verbose, one line per
+    data record in csim-ref's format).
+    """
+    s, E, b = _cachelab_param(s, "s", 0), _cachelab_param(E, "E", 1), _cachelab_param(b, "b", 0)
+    if b > 30 or s > 30 or (E << s) > lib.PL_SIM_MAX_LINES:
+        raise BadInput(f"-s {s} -E {E} -b {b} is too large: at most 2**30-byte blocks and "
+                       f"{lib.PL_SIM_MAX_LINES} lines ((2**s) * E)")
+    cfg = SimConfig(l1=CacheGeometry((E << s) << b, E, 1 << b, "cache-lab -s -E -b"),
+                    policy="lru", classify=False)
+    sim = Simulator(cfg)
+    scan_trace(path)  # malformed traces fail before any output
+    lines = []
+    outcome = np.empty(CHUNK, np.uint8)
+    for addr, size, op, n in _chunks(path):
+        pa, po = ffi.from_buffer("uint64_t[]", addr), ffi.from_buffer("uint8_t[]", op)
+        if not verbose:
+            lib.pl_sim_access_array(sim._sim, pa, po, ffi.NULL, n, 0, 1)
+            continue
+        lib.pl_sim_access_outcomes(sim._sim, pa, po, ffi.NULL, n, 0, 1,
+                                   ffi.from_buffer("uint8_t[]", outcome))
+        lines += [_verbose_line(int(op[i]), int(addr[i]), int(size[i]), int(outcome[i]))
+                  for i in range(n)]
+    level = sim.stats().levels[0]
+    return CachelabResult(level.hits, level.misses, level.evictions, tuple(lines),
+                          {"trace": str(path), "s": s, "E": E, "b": b})
+
+
+def _outcome_words(bits):
+    words = ["hit" if bits & lib.PL_SIM_HIT else "miss"]
+    if bits & lib.PL_SIM_EVICT:
+        words.append("eviction")
+    return words
+
+
+def _verbose_line(op, addr, size, outcome):
+    words = _outcome_words(outcome & 3)
+    if op == lib.PL_OP_MODIFY:
+        words += _outcome_words(outcome >> 2)
+    return f"{_OPS[op]} {addr:x},{size} {' '.join(words)}"
