@@ -79,7 +79,16 @@ def test_huge_pages_and_noise_are_reported(default):
     assert "involuntary context switches" in notes and "fastest of 10" in notes
     if env.thp_mode() in ("always", "madvise"):
         assert "of the buffer was in transparent huge pages" in notes
-    assert "no simulated variant" in notes
+
+
+def test_miss_counts_come_from_the_pmu_or_the_simulator_labelled(default):
+    """Misses per load are hw where a PMU counts, else sim (the default without one), labelled."""
+    points = latency._points(default.measurements)
+    sources = {m["L1 misses/load"].best_source for m in points}
+    assert sources == ({"hw"} if default.environment["profile"] == "full" else {"sim"})
+    # a chase within L1 never misses it; one over 4x the LLC misses it on (nearly) every load
+    assert points[0]["L1 misses/load"].best < 0.01
+    assert points[-1]["L1 misses/load"].best > 0.9
 
 
 # ---- the analysis on made-up curves: it finds real steps and refuses a ramp ----

@@ -50,7 +50,20 @@ int pl_group_read(const struct pl_group *g, struct pl_counts *c);
 void pl_group_close(struct pl_group *g);
 int64_t pl_group_read_loop(const struct pl_group *g, int64_t n);
 
-/* pl_region.h: the snapshot a workload takes around its hot loop */
+/* pl_region.h: the snapshot a workload takes around its hot loop (pl_sim_stats: see pl_sim.h) */
+struct pl_sim_counts {
+    uint64_t reads, writes;
+    uint64_t read_misses, write_misses;
+    uint64_t evictions;
+    uint64_t writebacks;
+    uint64_t compulsory;
+    uint64_t capacity;
+    uint64_t conflict;
+};
+struct pl_sim_stats {
+    struct pl_sim_counts level[...];
+    struct pl_sim_counts tlb[...];
+};
 struct timespec { long tv_sec; long tv_nsec; ...; };
 struct timeval { long tv_sec; long tv_usec; ...; };
 struct rusage {
@@ -69,9 +82,11 @@ struct pl_snapshot {
     struct pl_counts counts;
     struct timespec clock;
     struct rusage rusage;
+    struct pl_sim_stats sim;
 };
 struct pl_region {
     const struct pl_group *group;
+    struct pl_sim *sim;
     struct pl_snapshot begin;
     struct pl_snapshot end;
     int err;
@@ -229,19 +244,6 @@ struct pl_sim_config {
     int policy;
     uint64_t seed;
     int classify;
-};
-struct pl_sim_counts {
-    uint64_t reads, writes;
-    uint64_t read_misses, write_misses;
-    uint64_t evictions;
-    uint64_t writebacks;
-    uint64_t compulsory;
-    uint64_t capacity;
-    uint64_t conflict;
-};
-struct pl_sim_stats {
-    struct pl_sim_counts level[...];
-    struct pl_sim_counts tlb[...];
 };
 struct pl_sim { ...; };
 int pl_sim_config_check(const struct pl_sim_config *cfg);

@@ -79,7 +79,7 @@ static void cache_measure(struct pl_ctx *c, const char *label, const struct cach
                           int random, uint64_t seed)
 {
     volatile unsigned sink; /* keeps the loads' results alive */
-    struct pl_region r = {.group = c->group};
+    struct pl_region r = {.group = c->group, .sim = c->sim};
     PL_REGION_BEGIN(&r);
     sink = cache_walk(c->sim, w, random, seed);
     PL_REGION_END(&r);
@@ -137,6 +137,6 @@ static const struct pl_param cache_params[CACHE_NPARAMS] = {
 const struct pl_workload pl_wl_cache = {
     "cache", "do_mem_access: 512-line working sets at sequential vs random bases",
     cache_params, CACHE_NPARAMS, pl_cache_run,
-    NULL, /* run_sim: pl_cache_run_sim once sim_variants.c builds it */
+    pl_cache_run_sim, /* built by sim_variants.c */
 };
 #endif

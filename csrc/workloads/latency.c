@@ -155,7 +155,7 @@ static int lat_size(struct pl_ctx *c, union lat_node *nodes, int64_t kb, uint64_
     snprintf(label, sizeof label, "%lld KiB", (long long)kb);
     union lat_node *p = nodes;
     double best = 0, worst = 0;
-    struct pl_region r = {.group = c->group};
+    struct pl_region r = {.group = c->group, .sim = c->sim};
     PL_REGION_BEGIN(&r);
     for (int64_t rep = 0; rep < repeats; rep++) {
         struct timespec t0, t1;
@@ -236,6 +236,6 @@ static const struct pl_param lat_params[LAT_NPARAMS] = {
 const struct pl_workload pl_wl_latency = {
     "latency", "pointer chase over working sets from 4 KiB to beyond the last-level cache",
     lat_params, LAT_NPARAMS, pl_latency_run,
-    NULL, /* run_sim: pl_latency_run_sim once sim_variants.c builds it */
+    pl_latency_run_sim, /* built by sim_variants.c */
 };
 #endif

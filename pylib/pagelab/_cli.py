@@ -155,7 +155,8 @@ def _parser():
                        usage="pagelab run EXPERIMENT|all [--set KEY=VALUE ...] [--sim] [--json]")
     r.add_argument("experiment", nargs="?", help="an experiment name, or `all`")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="a parameter")
-    r.add_argument("--sim", action="store_true", help="also run the simulated build")
+    r.add_argument("--sim", action="store_true", default=None,
+                   help="also run the simulated build (the default where there is no PMU)")
     r.add_argument("--json", action="store_true", help="one JSON document on stdout")
     r.add_argument("--list", action="store_true", help="list experiments and their parameters")
     r.set_defaults(func=_run)

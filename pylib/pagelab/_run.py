@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from . import _environment as env
 from . import _worker, _workloads
 from ._counters import Reading
-from ._doctor import environment
+from ._doctor import environment, profile
 from ._errors import BudgetExceeded
 from ._results import Measured, Result
 
@@ -82,18 +82,22 @@ def _print_progress(text):
     print(f"  ... {text}", file=sys.stderr, flush=True)
 
 
-def run(name, *, sim=False, timeout=None, progress=_print_progress, **params):
+def run(name, *, sim=None, timeout=None, progress=_print_progress, **params):
     """Run experiment ``name`` with ``params`` (see ``pagelab.parameters(name)``) and return its
     Result: labelled measurements and the seed claims evaluated on them.
 
-    ``sim=True`` also runs the simulated build of the workload where one exists. Bad parameters
-    and requests over the memory budget raise BadInput before anything runs.
+    ``sim``: True also runs the simulated build of the workload (where one exists), False never
+    does, None (the default) does where the hardware cannot count caches and TLBs (the
+    software-only and blocked profiles). Simulated counts are always labelled 'sim'. Bad
+    parameters and requests over the memory budget raise BadInput before anything runs.
     """
     p = _workloads.validate(name, params)
     mod = _module(name)
     resident, address_space = mod.memory(p)
     check_budget(name, resident)
-    ctx = Context(name, p, sim, timeout or mod.TIMEOUT, progress, address_space)
+    if sim is None:
+        sim = _workloads.workload(name).has_sim and profile() != "full"
+    ctx = Context(name, p, bool(sim), timeout or mod.TIMEOUT, progress, address_space)
     return mod.run(ctx)
 
 

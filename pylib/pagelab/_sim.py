@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _simreport
+from ._counters import Reading
 from ._errors import BadInput
 from ._native import ffi, lib
 from ._simconfig import CacheGeometry, SimConfig, make_config, to_native
@@ -375,3 +376,35 @@ def _verbose_line(op, addr, size, outcome):
     if op == lib.PL_OP_MODIFY:
         words += _outcome_words(outcome >> 2)
     return f"{_OPS[op]} {addr:x},{size} {' '.join(words)}"
+
+
+# --- regions of -DPL_SIM workloads ------------------------------------------------------------
+
+_CLASSES = ("compulsory", "capacity", "conflict")
+
+
+def region_readings(config, begin, end):
+    """The simulator's counts between two ``struct pl_sim_stats`` snapshots of a workload region,
+    as Readings with source 'sim', named as perf names the events they model (L1-dcache-*,
+    LLC-*, dTLB-*), so claims read simulated and measured counts alike."""
+    def delta(b, e, field):
+        return getattr(e, field) - getattr(b, field)
+
+    groups = []
+    if config.levels:
+        groups.append(("L1-dcache", begin.level[0], end.level[0]))
+        if len(config.levels) > 1:
+            last = len(config.levels) - 1
+            groups.append(("LLC", begin.level[last], end.level[last]))
+    if config.tlbs:
+        groups.append(("dTLB", begin.tlb[0], end.tlb[0]))
+    out = []
+    for prefix, b, e in groups:
+        out += [Reading(f"{prefix}-loads", delta(b, e, "reads"), "sim"),
+                Reading(f"{prefix}-load-misses", delta(b, e, "read_misses"), "sim"),
+                Reading(f"{prefix}-stores", delta(b, e, "writes"), "sim"),
+                Reading(f"{prefix}-store-misses", delta(b, e, "write_misses"), "sim")]
+    if config.classify and config.levels:
+        out += [Reading(f"L1 {kind} misses", delta(begin.level[0], end.level[0], kind), "sim")
+                for kind in _CLASSES]
+    return out

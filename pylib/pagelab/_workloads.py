@@ -3,7 +3,7 @@
 import difflib
 from dataclasses import dataclass
 
-from . import _rusage
+from . import _rusage, _sim
 from ._counters import (CounterGroup, Counts, Reading, add_fallbacks, readings,
                         rusage_readings)
 from ._errors import BadInput
@@ -121,14 +121,12 @@ def execute(name, params, events=None, sim=None):
     ctx.param = param_arr
     ctx.group = group._group if group and group.opened else ffi.NULL
     ctx.out = out
-    sim_handle = None
+    simulator = None
     if sim is not None:
-        from . import _sim  # the simulator is only loaded where a run asks for it
-
         if not w.has_sim:
             raise BadInput(f"{name} has no simulated variant")
-        sim_handle = _sim.Simulator(sim)
-        ctx.sim = sim_handle._ptr
+        simulator = _sim.Simulator(sim)
+        ctx.sim = simulator._sim
         rc = entry.run_sim(ctx)
     else:
         rc = entry.run(ctx)
@@ -138,10 +136,12 @@ def execute(name, params, events=None, sim=None):
     facts = Facts.read()
     status = group.status if group else []
     regions = []
-    for i in range(out.nregions):
-        r = out.region[i]
-        regions.append({"label": ffi.string(r.label).decode(),
-                        "metrics": _region_metrics(status, r, facts)})
+    for r in out.region[0:out.nregions]:
+        metrics = _region_metrics(status, r, facts)
+        if simulator is not None:
+            metrics.update((rd.name, rd.to_dict()) for rd in
+                           _sim.region_readings(simulator.config, r.begin.sim, r.end.sim))
+        regions.append({"label": ffi.string(r.label).decode(), "metrics": metrics})
     values_out = [{"label": ffi.string(v.label).decode(), "name": ffi.string(v.name).decode(),
                    "value": v.value, "unit": ffi.string(v.unit).decode(),
                    "source": ffi.string(v.source).decode()} for v in out.value[0:out.nvalues]]
@@ -149,8 +149,8 @@ def execute(name, params, events=None, sim=None):
         group.close()
     result = {"regions": regions, "values": values_out, "text": ffi.string(out.text).decode(),
               "overflow": bool(out.overflow)}
-    if sim_handle is not None:
-        result["sim"] = sim_handle.describe()
+    if simulator is not None:
+        result["sim"] = simulator.config.to_dict()
     return result
 
 

@@ -38,15 +38,17 @@ class Simulated:
         return r if r is not None and r.value is not None else None
 
 
-def simulated(ctx, **overrides):
-    """Run the simulated build of ctx's workload if this run asked for it and it exists."""
+def simulated(ctx, config=None, **overrides):
+    """Run the simulated build of ctx's workload if this run asked for it and it exists.
+    ``config`` adds to SIM_CONFIG, e.g. {"page": "2m"} where the workload uses huge pages."""
     if not ctx.sim:
         return Simulated(reason="this run had no simulated variant (run it with sim=True, or "
                                 "--sim, to have the simulator model it)")
     if not workload(ctx.name).has_sim:
         return Simulated(reason=f"this run had no simulated variant ({ctx.name} has no "
                                 "simulated build yet)")
-    measured, _ = ctx.workload(sim=SIM_CONFIG, what=f"{ctx.name} (simulated)", **overrides)
+    measured, _ = ctx.workload(sim={**SIM_CONFIG, **(config or {})},
+                               what=f"{ctx.name} (simulated)", **overrides)
     by_label = {m.label: {n: r for n, r in m.metrics.items() if r.source == "sim"}
                 for m in measured}
     if not any(by_label.values()):

@@ -77,10 +77,13 @@ def _tlb_ratio(by, sim):
     if got is None:
         return Claim("cache-random-more-dtlb-misses", text, None, reason=why_not(sim, seq, rnd))
     (s, r), source = got
-    x = r / max(s, 1)  # sequential can be 0: its pages are entered by stores
+    counts = f"random {r:,.0f} vs sequential {s:,.0f} dTLB-load-misses ({source})"
+    if s == 0:  # sequential bases enter each page through a store, so no load may miss at all
+        return Claim("cache-random-more-dtlb-misses", text, r > 0,
+                     f"{counts}: sequential took no load misses at all")
+    x = r / s
     return Claim("cache-random-more-dtlb-misses", text, x >= TLB_RATIO_MIN,
-                 f"{ratio_text(x)}: random {r:,.0f} vs sequential {s:,.0f} dTLB-load-misses "
-                 f"({source})")
+                 f"{ratio_text(x)}: {counts}")
 
 
 def figure(result):

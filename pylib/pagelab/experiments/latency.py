@@ -110,7 +110,9 @@ def run(ctx):
     ctx.params.update(_resolve(ctx.params))  # the result shows the max_kb that ran
     p = ctx.params
     measured, _ = ctx.workload(EVENTS)
-    sim = simulated(ctx, **SIM_OVERRIDES)
+    # the model translates with the page size the chase really uses (the note says how much of
+    # the buffer the kernel gave as huge pages)
+    sim = simulated(ctx, {"page": "2m" if p["pages"] == PAGES_HUGE else "4k"}, **SIM_OVERRIDES)
     attach(measured, sim, COUNTS)
     buffer = next((m for m in measured if m.label == "buffer"), None)
     points = _points(measured)
