@@ -40,4 +40,17 @@ struct pl_workload {
 extern const struct pl_workload *const pl_workload_table[];
 extern const int pl_workload_count;
 
+/* xorshift64* (Vigna 2016): a few cycles and no memory traffic, so it never disturbs what a
+ * workload measures; seeded, so both builds of a workload (native and -DPL_SIM) draw the same
+ * numbers. The state must not be 0. */
+static inline uint64_t pl_random(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
 #endif

@@ -4,6 +4,12 @@
 
 #include "pl_workload.h"
 
+/* The runs of the workloads built twice (natively and by sim_variants.c with -DPL_SIM). */
+int pl_cache_run(struct pl_ctx *c);
+int pl_cache_run_sim(struct pl_ctx *c);
+int pl_latency_run(struct pl_ctx *c);
+int pl_latency_run_sim(struct pl_ctx *c);
+
 extern const struct pl_workload pl_wl_maps;
 extern const struct pl_workload pl_wl_cache;
 extern const struct pl_workload pl_wl_latency;

@@ -30,21 +30,6 @@ struct cache_plan {
     int64_t sets, lines, passes, write_every;
 };
 
-int PL_NAME(pl_cache_run)(struct pl_ctx *c); /* external: the table points at both builds */
-#ifndef PL_SIM
-int pl_cache_run_sim(struct pl_ctx *c); /* defined by the -DPL_SIM build (sim_variants.c) */
-#endif
-
-/* xorshift64 (Marsaglia 2003): a few cycles, no memory traffic, the same bases in both builds */
-static uint64_t cache_xorshift(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 /* The hot loop: every access of the seed goes through PL_LOAD/PL_STORE, nothing else does. */
 static unsigned cache_walk(struct pl_sim *sim, const struct cache_plan *w, int random,
                            uint64_t seed)
@@ -55,7 +40,7 @@ static unsigned cache_walk(struct pl_sim *sim, const struct cache_plan *w, int r
     unsigned sum = 0;
     for (int64_t s = 0; s < w->sets; s++) {
         if (random)
-            base = (size_t)(cache_xorshift(&rng) % span);
+            base = (size_t)(pl_random(&rng) % span);
         else if (s > 0 && (base += (size_t)w->lines) >= span)
             base = 0; /* wrap, like the seed */
         volatile unsigned char *ws = w->buf + base * CACHE_LINE;

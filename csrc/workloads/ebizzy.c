@@ -101,16 +101,6 @@ int pl_ebizzy_search(const uint64_t *words, size_t n, uint64_t key)
     return lo < n && words[lo] == key;
 }
 
-static uint64_t next_random(uint64_t *state) /* xorshift64*: cheap, per thread */
-{
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
 static void *take(struct slot *s)
 {
     const struct ebizzy *e = s->e;
@@ -141,7 +131,7 @@ static int record(struct slot *s)
 {
     const struct ebizzy *e = s->e;
     size_t words = e->len / sizeof(uint64_t);
-    uint64_t r = next_random(&s->rng);
+    uint64_t r = pl_random(&s->rng);
     uint64_t chunk = r % e->nchunks;
     uint64_t *buf = take(s);
     if (!buf)

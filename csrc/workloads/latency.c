@@ -38,21 +38,6 @@ union lat_node {
 };
 _Static_assert(sizeof(union lat_node) == LAT_LINE, "a node is exactly one cache line");
 
-int PL_NAME(pl_latency_run)(struct pl_ctx *c); /* external: the table points at both builds */
-#ifndef PL_SIM
-int pl_latency_run_sim(struct pl_ctx *c); /* defined by the -DPL_SIM build (sim_variants.c) */
-#endif
-
-/* xorshift64 (Marsaglia 2003): fast, seeded, the same chains in both builds */
-static uint64_t lat_xorshift(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 /* The sizes in KiB: min_kb * 2^octave * (ppo + step) / ppo up to max_kb, duplicates dropped.
  * pylib/pagelab/experiments/latency.py:sizes() is the same formula (a test compares them).
  * Returns the count, or -1 if more than cap. */
@@ -80,7 +65,7 @@ static void lat_build(union lat_node *nodes, size_t n, uint64_t *rng)
     for (size_t i = 0; i < n; i++)
         nodes[i].idx = i;
     for (size_t i = n - 1; i > 0; i--) {
-        size_t j = (size_t)(lat_xorshift(rng) % i);
+        size_t j = (size_t)(pl_random(rng) % i);
         uintptr_t t = nodes[i].idx;
         nodes[i].idx = nodes[j].idx;
         nodes[j].idx = t;

@@ -25,8 +25,28 @@ CHUNK = 1 << 16
 _OPS = {lib.PL_OP_LOAD: "L", lib.PL_OP_STORE: "S", lib.PL_OP_MODIFY: "M"}
 
 
+class _Rates:
+    """What follows from reads, writes and their misses, for caches and TLBs alike."""
+
+    @property
+    def accesses(self):
+        return self.reads + self.writes
+
+    @property
+    def misses(self):
+        return self.read_misses + self.write_misses
+
+    @property
+    def hits(self):
+        return self.accesses - self.misses
+
+    @property
+    def miss_rate(self):
+        return self.misses / self.accesses if self.accesses else None
+
+
 @dataclass(frozen=True)
-class LevelStats:
+class LevelStats(_Rates):
     """Counts of one cache level. compulsory/capacity/conflict are None without classification."""
 
     name: str
@@ -41,28 +61,12 @@ class LevelStats:
     conflict: int | None
     source: str = SOURCE
 
-    @property
-    def accesses(self):
-        return self.reads + self.writes
-
-    @property
-    def misses(self):
-        return self.read_misses + self.write_misses
-
-    @property
-    def hits(self):
-        return self.accesses - self.misses
-
-    @property
-    def miss_rate(self):
-        return self.misses / self.accesses if self.accesses else None
-
     COUNTS = ("accesses", "reads", "writes", "hits", "misses", "read_misses", "write_misses",
               "evictions", "writebacks", "compulsory", "capacity", "conflict")
 
 
 @dataclass(frozen=True)
-class TLBStats:
+class TLBStats(_Rates):
     """Counts of one TLB: lookups (one per access and page it covers) and misses."""
 
     name: str
@@ -72,22 +76,6 @@ class TLBStats:
     write_misses: int
     evictions: int
     source: str = SOURCE
-
-    @property
-    def accesses(self):
-        return self.reads + self.writes
-
-    @property
-    def misses(self):
-        return self.read_misses + self.write_misses
-
-    @property
-    def hits(self):
-        return self.accesses - self.misses
-
-    @property
-    def miss_rate(self):
-        return self.misses / self.accesses if self.accesses else None
 
     COUNTS = ("accesses", "hits", "misses", "read_misses", "write_misses", "evictions")
 
