@@ -59,10 +59,11 @@ def profile_of(checks):
     return "blocked"
 
 
-def environment(root="/"):
-    """The machine facts every result carries (the "environment" object of the JSON contract)."""
+def environment(root="/", profile_name=None):
+    """The machine facts every result carries (the "environment" object of the JSON contract).
+    ``profile_name``: a profile already probed (else it is probed once per process)."""
     return {
-        "profile": profile(),
+        "profile": profile_name or profile(),
         "kernel": env.kernel_release(root),
         "cpu": env.cpu_model(root),
         "cpus": env.cpu_count(),
@@ -144,5 +145,6 @@ def _kib(n):
 
 def doctor(root="/"):
     checks = check_events(Facts.read(root))
-    return Report(profile_of(checks), environment(root), checks, env.cache_geometry(root),
+    name = profile_of(checks)
+    return Report(name, environment(root, name), checks, env.cache_geometry(root),
                   env.memory_budget(root), env.capabilities(root))

@@ -63,21 +63,20 @@ class Result:
     _figure: object = None
 
     def __getitem__(self, label):
-        for m in self.measurements:
-            if m.label == label:
-                return m
-        raise KeyError(f"{self.experiment} has no measurement {label!r} "
-                       f"(have: {', '.join(m.label for m in self.measurements)})")
+        return self._find(self.measurements, "label", label, "measurement")
 
     def labels(self, prefix=""):
         return [m.label for m in self.measurements if m.label.startswith(prefix)]
 
     def claim(self, claim_id):
-        for c in self.claims:
-            if c.id == claim_id:
-                return c
-        raise KeyError(f"{self.experiment} has no claim {claim_id!r} "
-                       f"(have: {', '.join(c.id for c in self.claims)})")
+        return self._find(self.claims, "id", claim_id, "claim")
+
+    def _find(self, items, key, value, what):
+        for item in items:
+            if getattr(item, key) == value:
+                return item
+        have = ", ".join(getattr(i, key) for i in items)
+        raise KeyError(f"{self.experiment} has no {what} {value!r} (have: {have})")
 
     def verdicts(self):
         """One deterministic line per claim, for the checked cells of the chapters."""
