@@ -14,6 +14,7 @@ LOOP = 10_000
 
 def c_read_loop(events, rdpmc):
     """Total seconds for loops x LOOP reads, timed in C, so no Python lands inside."""
+
     def bench(loops):
         with pagelab.CounterGroup(events, rdpmc=rdpmc) as g:
             g.enable()
@@ -24,6 +25,7 @@ def c_read_loop(events, rdpmc):
                     raise OSError(-ns, "read failed")
                 total += ns
         return total / 1e9
+
     return bench
 
 
@@ -47,13 +49,15 @@ def empty_measure(loops):
 def main():
     runner = pyperf.Runner()
     runner.metadata["pagelab_profile"] = pagelab.doctor().profile
-    runner.bench_time_func("counters: C read(2), 3 sw events", c_read_loop(SW_EVENTS, False),
-                           inner_loops=LOOP)
+    runner.bench_time_func(
+        "counters: C read(2), 3 sw events", c_read_loop(SW_EVENTS, False), inner_loops=LOOP
+    )
     with pagelab.CounterGroup(HW_EVENTS, rdpmc=True) as g:
         has_hw = g.opened
     if has_hw:
-        runner.bench_time_func("counters: C rdpmc, 2 hw events", c_read_loop(HW_EVENTS, True),
-                               inner_loops=LOOP)
+        runner.bench_time_func(
+            "counters: C rdpmc, 2 hw events", c_read_loop(HW_EVENTS, True), inner_loops=LOOP
+        )
     elif not runner.args.worker:
         print("skipped: C rdpmc (no hardware event opens here: no PMU)")
     runner.bench_time_func("counters: Python CounterGroup.read()", python_read)

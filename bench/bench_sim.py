@@ -22,10 +22,10 @@ import time
 # uses BLAS, and they would steal CPU from the measurement
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-import pyperf  # noqa: E402
+import numpy as np
+import pyperf
 
-from pagelab import Simulator, default_config  # noqa: E402
+from pagelab import Simulator, default_config
 
 N = 1 << 21  # accesses per array: large next to the per-call cost, small next to the caches
 TARGET = 1e8  # accesses/s for L1 + DTLB (issue 4)
@@ -58,6 +58,7 @@ def feed(sim, addr, clock):
         for _ in range(loops):
             sim.access(addr, sizes=8)
         return clock() - t0
+
     return bench
 
 
@@ -68,8 +69,9 @@ def add_worker_args(cmd, args):
 
 def main():
     runner = pyperf.Runner(processes=6, values=3, add_cmdline_args=add_worker_args)
-    runner.argparser.add_argument("--cpu-time", action="store_true",
-                                  help="time with the thread CPU clock, not the wall clock")
+    runner.argparser.add_argument(
+        "--cpu-time", action="store_true", help="time with the thread CPU clock, not the wall clock"
+    )
     args = runner.parse_args()
     clock = time.thread_time if args.cpu_time else pyperf.perf_counter
     runner.metadata["sim_clock"] = "thread CPU time" if args.cpu_time else "wall clock"
@@ -89,7 +91,7 @@ def main():
         print(f"{'benchmark':<42} {'accesses/s':>12}  {'target 1e8 (L1D+DTLB)':>22}")
         for name, seconds in results:
             rate = 1 / seconds
-            verdict = ("" if "machine" in name else "met" if rate >= TARGET else "missed")
+            verdict = "" if "machine" in name else "met" if rate >= TARGET else "missed"
             print(f"{name:<42} {rate:>12.3g}  {verdict:>22}")
 
 

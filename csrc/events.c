@@ -4,7 +4,7 @@
 
 /* perf encodes generic cache events as cache id | op << 8 | result << 16. */
 #define CACHE(id, op, res)                                                                         \
-    ((uint64_t)PERF_COUNT_HW_CACHE_##id | ((uint64_t)PERF_COUNT_HW_CACHE_OP_##op << 8) |          \
+    ((uint64_t)PERF_COUNT_HW_CACHE_##id | ((uint64_t)PERF_COUNT_HW_CACHE_OP_##op << 8) |           \
      ((uint64_t)PERF_COUNT_HW_CACHE_RESULT_##res << 16))
 
 const struct pl_event_def pl_event_table[] = {

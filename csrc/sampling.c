@@ -140,8 +140,8 @@ int pl_sampler_drain(struct pl_sampler *s, struct pl_fault_profile *p)
 {
     struct perf_event_mmap_page *meta = s->ring;
     /* data_offset/data_size are filled in by kernels since 4.1; before, data follows the page */
-    const char *data = (const char *)s->ring + (meta->data_offset ? meta->data_offset
-                                                                   : (uint64_t)s->page_size);
+    const char *data =
+        (const char *)s->ring + (meta->data_offset ? meta->data_offset : (uint64_t)s->page_size);
     size_t size = meta->data_size ? meta->data_size : s->data_size;
     /* acquire: the records the kernel wrote before advancing data_head are visible after it */
     uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
@@ -230,8 +230,7 @@ void pl_fault_profile_sort(struct pl_fault_profile *p)
     qsort(p->site, (size_t)p->nsites, sizeof p->site[0], by_samples);
 }
 
-int pl_fault_site_name(uint64_t ip, char *where, size_t where_cap, char *module,
-                       size_t module_cap)
+int pl_fault_site_name(uint64_t ip, char *where, size_t where_cap, char *module, size_t module_cap)
 {
     Dl_info info;
     if (ip >> 63) {

@@ -7,8 +7,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # The flags every C file in csrc/ must compile cleanly with (see STYLE.md).
-CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Wshadow",
-          "-Wmissing-prototypes", "-Werror"]
+CFLAGS = [
+    "-std=c11",
+    "-D_GNU_SOURCE",
+    "-O2",
+    "-Wall",
+    "-Wextra",
+    "-Wshadow",
+    "-Wmissing-prototypes",
+    "-Werror",
+]
 
 
 def run(cmd, **kw):

@@ -7,18 +7,21 @@ import pytest
 from helpers import run
 
 
-@pytest.mark.parametrize("args, needle", [
-    ([], "required"),
-    (["frobnicate"], "invalid choice"),
-    (["doctor", "--bogus"], "unrecognized arguments"),
-    (["stat"], "needs a command"),
-    (["stat", "--"], "needs a command"),
-    (["stat", "-e", "page-fault", "--", "true"], "did you mean page-faults"),
-    (["stat", "-e", "", "--", "true"], "no events"),
-    (["stat", "-e", ",".join(f"r{i:x}" for i in range(40)), "--", "true"], "at most"),
-    (["stat", "--", "no-such-command-pagelab"], "command not found"),
-    (["stat", "--", "/etc/hostname"], "cannot run"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        ([], "required"),
+        (["frobnicate"], "invalid choice"),
+        (["doctor", "--bogus"], "unrecognized arguments"),
+        (["stat"], "needs a command"),
+        (["stat", "--"], "needs a command"),
+        (["stat", "-e", "page-fault", "--", "true"], "did you mean page-faults"),
+        (["stat", "-e", "", "--", "true"], "no events"),
+        (["stat", "-e", ",".join(f"r{i:x}" for i in range(40)), "--", "true"], "at most"),
+        (["stat", "--", "no-such-command-pagelab"], "command not found"),
+        (["stat", "--", "/etc/hostname"], "cannot run"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(pagelab_cmd, args, needle):
     """Bad input: exit status 2, one line on stderr naming the problem, nothing on stdout."""
     p = run(pagelab_cmd + args)
@@ -49,7 +52,7 @@ def test_doctor_text_names_profile_and_fixes(pagelab_cmd):
 
 
 def test_doctor_on_this_machine_matches_its_profile(pagelab_cmd):
-    """Here (a VM without PMU): software-only, page-faults from sw, dTLB misses blocked by no PMU."""
+    """Here (a VM without PMU): software-only, sw page-faults, dTLB misses stopped by no PMU."""
     doc = json.loads(run(pagelab_cmd + ["doctor", "--json"]).stdout)
     if doc["profile"] != "software-only":
         pytest.skip(f"this machine's profile is {doc['profile']}, not software-only")

@@ -2,6 +2,7 @@
 
 import mmap
 import os
+
 import pytest
 
 import pagelab
@@ -126,8 +127,10 @@ def test_rdpmc_fast_path_matches_read():
     g = pagelab.CounterGroup("instructions", rdpmc=True)
     if not g.opened:
         g.close()
-        pytest.skip(f"no hardware event opens here ({os.strerror(g.status[0].errno)}): "
-                    "the rdpmc path needs a PMU")
+        pytest.skip(
+            f"no hardware event opens here ({os.strerror(g.status[0].errno)}): "
+            "the rdpmc path needs a PMU"
+        )
     with g:
         g.enable()
         a = g.read()

@@ -20,11 +20,18 @@ def write(root, rel, text):
 def fake(tmp_path):
     write(tmp_path, "proc/sys/kernel/osrelease", "6.1.0-test\n")
     write(tmp_path, "proc/sys/kernel/perf_event_paranoid", "3\n")
-    write(tmp_path, "proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 9000\n"
-          "flags\t\t: fpu sse2 hypervisor avx\n")
+    write(
+        tmp_path,
+        "proc/cpuinfo",
+        "processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse2 hypervisor avx\n",
+    )
     write(tmp_path, "sys/kernel/mm/transparent_hugepage/enabled", "always madvise [never]\n")
-    write(tmp_path, "proc/self/maps", "55d0-55d1 r--p 00000000 08:01 42 /usr/bin/cat\n"
-          "ffffffffff600000-ffffffffff601000 r-xp 00000000 00:00 0                  [vsyscall]\n")
+    write(
+        tmp_path,
+        "proc/self/maps",
+        "55d0-55d1 r--p 00000000 08:01 42 /usr/bin/cat\n"
+        "ffffffffff600000-ffffffffff601000 r-xp 00000000 00:00 0                  [vsyscall]\n",
+    )
     write(tmp_path, "proc/cmdline", "ro quiet vsyscall=emulate\n")
     write(tmp_path, "proc/self/status", "Name:\tcat\nCapEff:\t0000004000200000\nSeccomp:\t2\n")
     write(tmp_path, "proc/meminfo", "MemTotal: 16000000 kB\nMemAvailable:    8388608 kB\n")
@@ -42,18 +49,30 @@ def test_basic_facts(fake):
 
 def test_missing_files_give_none_not_guesses(tmp_path):
     """An empty tree yields None for every fact rather than a default that looks real."""
-    for reader in (env.kernel_release, env.cpu_model, env.hypervisor, env.perf_event_paranoid,
-                   env.thp_mode, env.vsyscall_mode, env.seccomp_mode, env.capabilities,
-                   env.mem_available, env.cgroup_memory_limit):
+    for reader in (
+        env.kernel_release,
+        env.cpu_model,
+        env.hypervisor,
+        env.perf_event_paranoid,
+        env.thp_mode,
+        env.vsyscall_mode,
+        env.seccomp_mode,
+        env.capabilities,
+        env.mem_available,
+        env.cgroup_memory_limit,
+    ):
         assert reader(tmp_path) is None, reader.__name__
     assert env.cache_geometry(tmp_path) == []
 
 
-@pytest.mark.parametrize("line, mode", [
-    ("ffffffffff600000-ffffffffff601000 r-xp 00000000 00:00 0 [vsyscall]", "emulate"),
-    ("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]", "xonly"),
-    ("7ffc0000-7ffc1000 r-xp 00000000 00:00 0 [vdso]", "none"),
-])
+@pytest.mark.parametrize(
+    "line, mode",
+    [
+        ("ffffffffff600000-ffffffffff601000 r-xp 00000000 00:00 0 [vsyscall]", "emulate"),
+        ("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]", "xonly"),
+        ("7ffc0000-7ffc1000 r-xp 00000000 00:00 0 [vdso]", "none"),
+    ],
+)
 def test_vsyscall_mode_from_the_mapping(tmp_path, line, mode):
     """The [vsyscall] mapping's permissions decide emulate / xonly; no mapping means none."""
     write(tmp_path, "proc/self/maps", line + "\n")
@@ -112,13 +131,19 @@ def test_memory_budget_is_a_fraction_of_the_smallest_limit(fake):
 def test_cache_geometry_from_sysfs(tmp_path):
     """Each cpu0 cache index directory becomes level/type/size/ways/line/sets."""
     base = "sys/devices/system/cpu/cpu0/cache/index0/"
-    for name, value in [("level", "1"), ("type", "Data"), ("size", "48K"),
-                        ("ways_of_associativity", "12"), ("coherency_line_size", "64"),
-                        ("number_of_sets", "64")]:
+    for name, value in [
+        ("level", "1"),
+        ("type", "Data"),
+        ("size", "48K"),
+        ("ways_of_associativity", "12"),
+        ("coherency_line_size", "64"),
+        ("number_of_sets", "64"),
+    ]:
         write(tmp_path, base + name, value + "\n")
     write(tmp_path, "sys/devices/system/cpu/cpu0/cache/index3/level", "3\n")  # incomplete: skipped
     assert env.cache_geometry(tmp_path) == [
-        {"level": 1, "type": "Data", "size": 48 << 10, "ways": 12, "line": 64, "sets": 64}]
+        {"level": 1, "type": "Data", "size": 48 << 10, "ways": 12, "line": 64, "sets": 64}
+    ]
 
 
 def test_this_machine_has_sane_facts():
@@ -129,16 +154,19 @@ def test_this_machine_has_sane_facts():
     assert env.memory_budget()["bytes"] > 0
 
 
-@pytest.mark.parametrize("err, source, facts, expect", [
-    (errno.ENOENT, "hw", Facts(2, "disabled", (), True), "no PMU"),
-    (errno.EOPNOTSUPP, "hw", Facts(2, "disabled", (), False), "no such event"),
-    (errno.ENOENT, "sw", Facts(2, "disabled", (), True), "no such software event"),
-    (errno.EACCES, "sw", Facts(2, "filter", (), False), "seccomp"),
-    (errno.EACCES, "hw", Facts(3, "disabled", (), False), "perf_event_paranoid=3"),
-    (errno.EPERM, "hw", Facts(4, "disabled", ("PERFMON",), False), "CAP_PERFMON is held"),
-    (errno.EINVAL, "hw", Facts(2, "disabled", (), False), "configuration"),
-    (errno.EMFILE, "sw", Facts(2, "disabled", (), False), "too many open files"),
-])
+@pytest.mark.parametrize(
+    "err, source, facts, expect",
+    [
+        (errno.ENOENT, "hw", Facts(2, "disabled", (), True), "no PMU"),
+        (errno.EOPNOTSUPP, "hw", Facts(2, "disabled", (), False), "no such event"),
+        (errno.ENOENT, "sw", Facts(2, "disabled", (), True), "no such software event"),
+        (errno.EACCES, "sw", Facts(2, "filter", (), False), "seccomp"),
+        (errno.EACCES, "hw", Facts(3, "disabled", (), False), "perf_event_paranoid=3"),
+        (errno.EPERM, "hw", Facts(4, "disabled", ("PERFMON",), False), "CAP_PERFMON is held"),
+        (errno.EINVAL, "hw", Facts(2, "disabled", (), False), "configuration"),
+        (errno.EMFILE, "sw", Facts(2, "disabled", (), False), "too many open files"),
+    ],
+)
 def test_errno_decoding(err, source, facts, expect):
     """Each errno maps to a cause naming the real obstacle, with its errno code and a fix."""
     r = explain(err, source, facts)

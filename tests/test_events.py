@@ -17,10 +17,30 @@ def test_named_events_carry_perf_type_and_source():
 
 def test_every_event_the_issue_names_is_known():
     """The full list of perf event names from the foundation issue is accepted."""
-    names = ("cycles instructions cache-references cache-misses branches branch-misses "
-             "L1-dcache-loads L1-dcache-load-misses L1-dcache-stores dTLB-loads dTLB-load-misses "
-             "iTLB-load-misses LLC-loads LLC-load-misses page-faults minor-faults major-faults "
-             "context-switches cpu-migrations task-clock alignment-faults emulation-faults").split()
+    names = [
+        "cycles",
+        "instructions",
+        "cache-references",
+        "cache-misses",
+        "branches",
+        "branch-misses",
+        "L1-dcache-loads",
+        "L1-dcache-load-misses",
+        "L1-dcache-stores",
+        "dTLB-loads",
+        "dTLB-load-misses",
+        "iTLB-load-misses",
+        "LLC-loads",
+        "LLC-load-misses",
+        "page-faults",
+        "minor-faults",
+        "major-faults",
+        "context-switches",
+        "cpu-migrations",
+        "task-clock",
+        "alignment-faults",
+        "emulation-faults",
+    ]
     assert [e.name for e in pagelab.events(names)] == names
 
 
@@ -36,14 +56,19 @@ def test_raw_and_type_config_specs():
 def test_comma_lists_drop_duplicates_and_keep_order():
     """A comma-separated list parses in order, each event once."""
     assert [e.name for e in pagelab.events("minor-faults, page-faults,minor-faults")] == [
-        "minor-faults", "page-faults"]
+        "minor-faults",
+        "page-faults",
+    ]
 
 
-@pytest.mark.parametrize("spec, hint", [
-    ("page-fault", "page-faults"),
-    ("dtlb-load-misses", "dTLB-load-misses"),
-    ("L1-dcache-misses", "L1-dcache-load-misses"),
-])
+@pytest.mark.parametrize(
+    "spec, hint",
+    [
+        ("page-fault", "page-faults"),
+        ("dtlb-load-misses", "dTLB-load-misses"),
+        ("L1-dcache-misses", "L1-dcache-load-misses"),
+    ],
+)
 def test_unknown_names_suggest_the_closest(spec, hint):
     """A misspelt name is rejected with the closest valid names suggested."""
     with pytest.raises(pagelab.UnknownEvent, match=f"unknown event '{spec}'.*{hint}"):

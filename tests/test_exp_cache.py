@@ -64,8 +64,12 @@ def test_without_the_simulator_claims_say_why_not():
     for c in r.claims:
         assert c.holds is None, c
         assert "is not available here" in c.reason and "no simulated variant" in c.reason
-    assert all(r_.fallback is None for m in r.measurements for n, r_ in m.metrics.items()
-               if n in cache.COUNTS)
+    assert all(
+        r_.fallback is None
+        for m in r.measurements
+        for n, r_ in m.metrics.items()
+        if n in cache.COUNTS
+    )
 
 
 def test_claims_hold_with_the_simulator():
@@ -89,6 +93,7 @@ def test_a_run_leaves_no_descriptor_behind():
 
 # ---- the adapter point: claims evaluate from sim readings exactly as from hw ones ----
 
+
 def _model(source_of_counts):
     """Measurements shaped like a real run, counts from a simple model of the seed's pattern."""
     counts = {"sequential": (7168 * 256, 448 * 256, 0), "random": (7168 * 256, 449 * 256, 1700)}
@@ -111,8 +116,9 @@ def test_claim_functions_evaluate_from_either_source(source):
     measured, sim = _model(source)
     _hw_or_sim.attach(measured, sim, cache.COUNTS)
     for m in measured:
-        m.add(_hw_or_sim.ratio("l1_load_miss_rate", m["L1-dcache-load-misses"],
-                               m["L1-dcache-loads"]))
+        m.add(
+            _hw_or_sim.ratio("l1_load_miss_rate", m["L1-dcache-load-misses"], m["L1-dcache-loads"])
+        )
     by = {m.label: m for m in measured}
     p = {"passes": 16, "lines": 512}
     for c in (cache._l1_low(by, p, sim), cache._tlb_ratio(by, sim)):
@@ -127,9 +133,14 @@ def test_hw_is_preferred_and_sources_never_mix():
     m = Measured("x")
     m.add(hw)
     m.add(loads_missing)
-    sim = _hw_or_sim.Simulated({"x": {"L1-dcache-load-misses": Reading("L1-dcache-load-misses",
-                                                                       20, "sim"),
-                                      "L1-dcache-loads": Reading("L1-dcache-loads", 100, "sim")}})
+    sim = _hw_or_sim.Simulated(
+        {
+            "x": {
+                "L1-dcache-load-misses": Reading("L1-dcache-load-misses", 20, "sim"),
+                "L1-dcache-loads": Reading("L1-dcache-loads", 100, "sim"),
+            }
+        }
+    )
     _hw_or_sim.attach([m], sim, cache.COUNTS)
     assert m["L1-dcache-load-misses"].best == 10 and m["L1-dcache-load-misses (sim)"].value == 20
     assert m["L1-dcache-loads"].best == 100 and m["L1-dcache-loads"].best_source == "sim"
@@ -140,11 +151,12 @@ def test_hw_is_preferred_and_sources_never_mix():
 
 # ---- bad input, the blocked profile, the sim-mode build ----
 
+
 def test_bad_input_is_one_clear_error():
     """Unknown parameters, out-of-range values and a working set larger than the buffer."""
     with pytest.raises(pagelab.BadInput, match="no parameter 'set'"):
         pagelab.run("cache", set=1, progress=None)
-    with pytest.raises(pagelab.BadInput, match="lines must be in 1.."):
+    with pytest.raises(pagelab.BadInput, match=r"lines must be in 1\.\."):
         pagelab.run("cache", lines=0, progress=None)
     with pytest.raises(pagelab.BadInput, match="does not fit the 1 MiB buffer"):
         pagelab.run("cache", size_mb=1, lines=1 << 15, progress=None)
@@ -180,10 +192,14 @@ def test_the_simulated_build_is_a_second_compile_of_the_same_source(tmp_path):
     entry points and no second copy of the table entries."""
     obj = tmp_path / "sim_variants.o"
     src = ROOT / "csrc" / "workloads" / "sim_variants.c"
-    p = subprocess.run(["cc", *CFLAGS, f"-I{ROOT / 'csrc' / 'include'}", "-c", str(src),
-                        "-o", str(obj)], capture_output=True, text=True)
+    p = subprocess.run(
+        ["cc", *CFLAGS, f"-I{ROOT / 'csrc' / 'include'}", "-c", str(src), "-o", str(obj)],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
-    symbols = subprocess.run(["nm", "-g", "--defined-only", str(obj)],
-                             capture_output=True, text=True, check=True).stdout.split()
+    symbols = subprocess.run(
+        ["nm", "-g", "--defined-only", str(obj)], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert "pl_cache_run_sim" in symbols and "pl_latency_run_sim" in symbols
     assert not any(s.startswith("pl_wl_") for s in symbols)  # the table entries exist once

@@ -11,21 +11,28 @@ from pathlib import Path
 import pytest
 
 import pagelab
+from helpers import run, run_blocked
 from pagelab._environment import swap_total
 from pagelab.experiments.competition import SLICES, facts
-from helpers import run, run_blocked
 
 SMALL = {"size_mb": 8, "competitor_mb": 16, "seconds": 1}
-CLAIMS = ("mincore-shows-eviction", "evicted-pages-major-faults", "evicted-pages-read-from-disk",
-          "anon-pageout-needs-swap", "competitor-with-room-takes-nothing")
+CLAIMS = (
+    "mincore-shows-eviction",
+    "evicted-pages-major-faults",
+    "evicted-pages-read-from-disk",
+    "anon-pageout-needs-swap",
+    "competitor-with-room-takes-nothing",
+)
 PAGES = SMALL["size_mb"] * (1 << 20) // os.sysconf("SC_PAGESIZE")
 
 
 def _on_disk(result):
     f = facts(result.text)
     if f.get("file_block_backed") != "1":
-        pytest.skip(f"no disk-backed scratch directory here ({f.get('file_dir')}): the eviction "
-                    "claims are not evaluated (tested separately)")
+        pytest.skip(
+            f"no disk-backed scratch directory here ({f.get('file_dir')}): the eviction "
+            "claims are not evaluated (tested separately)"
+        )
     return f
 
 
@@ -128,8 +135,14 @@ def test_fadvise_path_with_readahead_off():
 
 def test_bad_input_is_rejected_before_anything_runs():
     """Unknown keys, out-of-range values, bad choices and over-budget sizes raise BadInput."""
-    for bad in ({"colour": 1}, {"size_mb": 0}, {"seconds": 61}, {"evict": "drop"},
-                {"competitor_mb": -1}, {"size_mb": "lots"}):
+    for bad in (
+        {"colour": 1},
+        {"size_mb": 0},
+        {"seconds": 61},
+        {"evict": "drop"},
+        {"competitor_mb": -1},
+        {"size_mb": "lots"},
+    ):
         with pytest.raises(pagelab.BadInput):
             pagelab.run("competition", progress=None, **bad)
     t0 = time.monotonic()
@@ -159,8 +172,11 @@ def test_memory_only_scratch_leaves_eviction_claims_unevaluated(pagelab_cmd):
         if " /dev/shm tmpfs " not in f.read():
             pytest.skip("/dev/shm is not a tmpfs here")
     env = dict(os.environ, PAGELAB_SCRATCH="/dev/shm")
-    p = run(pagelab_cmd + ["run", "competition", "--json", "--set", "size_mb=4",
-                           "--set", "competitor_mb=4"], env=env)
+    p = run(
+        pagelab_cmd
+        + ["run", "competition", "--json", "--set", "size_mb=4", "--set", "competitor_mb=4"],
+        env=env,
+    )
     assert p.returncode == 0, p.stderr
     claims = {c["id"]: c for c in json.loads(p.stdout)["claims"]}
     for cid in CLAIMS[:3]:
@@ -180,7 +196,7 @@ def _workers():
         except OSError:
             continue
         if cmd[:3] == [sys.executable.encode(), b"-m", b"pagelab._worker"]:
-            fields = stat[stat.rindex(")") + 2:].split()
+            fields = stat[stat.rindex(")") + 2 :].split()
             if fields[0] != "Z":
                 out[int(d.name)] = int(fields[1])
     return out
@@ -200,8 +216,9 @@ def test_timeout_kills_the_competitor_with_the_worker():
     t.start()
     try:
         with pytest.raises(pagelab.WorkerTimeout):
-            pagelab.run("competition", progress=None, timeout=3, size_mb=4, competitor_mb=4,
-                        seconds=5)
+            pagelab.run(
+                "competition", progress=None, timeout=3, size_mb=4, competitor_mb=4, seconds=5
+            )
     finally:
         done.set()
         t.join()

@@ -9,12 +9,11 @@ import platform
 import pytest
 
 import pagelab
+from helpers import run_blocked
 from pagelab import _environment as env
 from pagelab import _native, _worker
 from pagelab._native import ffi, lib
 from pagelab.experiments import ebizzy
-
-from helpers import run_blocked
 
 # Small but real: 64-page buffers, 3 rounds of 20 records per thread, 2 threads.
 SMALL = {"buffer_kb": 256, "records": 20, "rounds": 3, "threads": 2}
@@ -74,8 +73,11 @@ def test_fault_counts_are_what_the_buffers_explain(result):
         assert abs(m["page-faults"].value - m["minflt"].value) <= 0.01 * m["minflt"].value + 8
 
 
-PINNED = [k for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
-          if k in os.environ]
+PINNED = [
+    k
+    for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
+    if k in os.environ
+]
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the dynamic threshold is glibc's")
@@ -111,8 +113,16 @@ def test_lost_samples_are_counted():
     """A one-page ring overflows every record: the loss is reported, never hidden."""
     if err := _sampling_allowed():
         pytest.skip(f"fault sampling unavailable here (errno {-err})")
-    r = pagelab.run("ebizzy", mode="mmap", buffer_kb=1024, records=5, rounds=1, threads=1,
-                    ring_kb=4, progress=None)
+    r = pagelab.run(
+        "ebizzy",
+        mode="mmap",
+        buffer_kb=1024,
+        records=5,
+        rounds=1,
+        threads=1,
+        ring_kb=4,
+        progress=None,
+    )
     m = r["mmap"]
     pages = 1024 * 1024 // 4096
     samples, lost = m["profile_samples"].value, m["profile_lost"].value
@@ -177,14 +187,17 @@ def test_one_mode_alone_leaves_the_claims_unevaluated():
     assert "not evaluated" in r.verdicts()
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"mode": "sbrk"}, "mode must be one of"),
-    ({"threads": 0}, "threads must be in 1..64"),
-    ({"buffer_kb": 1 << 20}, "buffer_kb must be in"),
-    ({"records": -1}, "records must be in 1..100000"),
-    ({"ring_kb": 1 << 20}, "ring_kb must be in"),
-    ({"buffers": 3}, "no parameter 'buffers'"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"mode": "sbrk"}, "mode must be one of"),
+        ({"threads": 0}, "threads must be in 1..64"),
+        ({"buffer_kb": 1 << 20}, "buffer_kb must be in"),
+        ({"records": -1}, "records must be in 1..100000"),
+        ({"ring_kb": 1 << 20}, "ring_kb must be in"),
+        ({"buffers": 3}, "no parameter 'buffers'"),
+    ],
+)
 def test_bad_input_is_one_clear_error(params, message):
     """Unknown or out-of-range parameters are rejected before anything runs."""
     with pytest.raises(pagelab.BadInput, match=message):

@@ -1,6 +1,5 @@
 """first-touch: one fault per page on first touch, none on the second, and the ways around it."""
 
-
 import pytest
 
 import pagelab

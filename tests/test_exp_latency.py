@@ -25,8 +25,9 @@ def default():
 def test_c_and_python_agree_on_the_sizes():
     """The labels the C sweep reports are exactly the sizes latency.sizes() computes."""
     for min_kb, max_kb, ppo in ((4, 256, 3), (1, 8, 8), (5, 100, 4)):
-        r = pagelab.run("latency", min_kb=min_kb, max_kb=max_kb, points_per_octave=ppo,
-                        progress=None, **QUICK)
+        r = pagelab.run(
+            "latency", min_kb=min_kb, max_kb=max_kb, points_per_octave=ppo, progress=None, **QUICK
+        )
         got = [int(label.split()[0]) for label in r.labels() if label.endswith(" KiB")]
         assert got == latency.sizes(min_kb, max_kb, ppo)
         assert len(set(got)) == len(got)
@@ -56,7 +57,7 @@ def test_default_run_shows_the_hierarchy(default):
     assert all(m["ns_per_load"].source == "clock" and m["ns_per_load"].value > 0 for m in points)
     first, last = points[0]["ns_per_load"].value, points[-1]["ns_per_load"].value
     assert last >= 10 * first  # DRAM vs L1: 50-200x on any machine
-    curve, _, found, caches = latency._analyse(points)
+    _, _, found, _ = latency._analyse(points)
     if l1d():
         assert any(l1d() / 2 <= k["bytes"] <= 2 * l1d() for k in found), found
 
@@ -66,7 +67,7 @@ def test_auto_max_is_four_times_the_largest_cache(default):
     caches = latency._caches()
     if not caches:
         pytest.skip("this machine reports no cache sizes in sysfs")
-    want = latency.sizes(4, 4 * caches[-1][1] // 1024, 4)[:latency.MAX_SIZES][-1]
+    want = latency.sizes(4, 4 * caches[-1][1] // 1024, 4)[: latency.MAX_SIZES][-1]
     if env.memory_budget()["bytes"] < want * 1024:
         pytest.skip("the memory budget caps the sweep below 4x the LLC here")
     assert default.params["max_kb"] == want
@@ -107,8 +108,11 @@ def staircase(s):
     t, prev_c, prev_t = None, None, None
     for c, level in STAIRS:
         if t is None and s <= c:
-            t = level if prev_c is None or s <= prev_c else \
-                (prev_c / s) * prev_t + (1 - prev_c / s) * level
+            t = (
+                level
+                if prev_c is None or s <= prev_c
+                else (prev_c / s) * prev_t + (1 - prev_c / s) * level
+            )
         prev_c, prev_t = c, level
     return t
 
@@ -127,7 +131,7 @@ def test_analysis_finds_the_knees_of_a_staircase(noise):
 
 def test_analysis_refuses_a_ramp():
     """Latency rising smoothly (s^0.3) has no climbs, so no knees and one stretch: claims fail."""
-    c = curve(lambda s: s ** 0.3)
+    c = curve(lambda s: s**0.3)
     climbs = latency._transitions(c)
     levels = latency._plateaus_of(c, climbs)
     assert climbs == [] and len(levels) <= 1
@@ -149,7 +153,11 @@ def test_claims_are_not_judged_beyond_the_sweep():
 def test_a_vm_explains_an_early_llc_knee():
     """Under a hypervisor, an LLC knee far below the reported size fails and says why."""
     c = curve(staircase)
-    knees = [{"bytes": 40 << 10, "ns": 2}, {"bytes": 1 << 20, "ns": 10}, {"bytes": 6 << 20, "ns": 80}]
+    knees = [
+        {"bytes": 40 << 10, "ns": 2},
+        {"bytes": 1 << 20, "ns": 10},
+        {"bytes": 6 << 20, "ns": 80},
+    ]
     caches = [("L1d", 32 << 10), ("L2", 1 << 20), ("L3", 32 << 20)]
     l1, l2, l3 = latency._near(knees, caches, c + [(256 << 20, 150.0)], hypervisor=True)
     assert (l1.holds, l2.holds, l3.holds) == (True, True, False)
@@ -158,13 +166,14 @@ def test_a_vm_explains_an_early_llc_knee():
 
 # ---- bad input and the blocked profile ----
 
+
 def test_bad_input_is_one_clear_error():
     """Unknown keys, bad choices, an empty range and too many sizes are refused up front."""
     with pytest.raises(pagelab.BadInput, match="no parameter"):
         pagelab.run("latency", size_kb=4, progress=None)
     with pytest.raises(pagelab.BadInput, match="pages must be one of huge, small"):
         pagelab.run("latency", pages="medium", progress=None)
-    with pytest.raises(pagelab.BadInput, match="min_kb .* must not exceed max_kb"):
+    with pytest.raises(pagelab.BadInput, match=r"min_kb .* must not exceed max_kb"):
         pagelab.run("latency", min_kb=64, max_kb=32, progress=None)
     with pytest.raises(pagelab.BadInput, match="at most 64 fit one run"):
         pagelab.run("latency", max_kb=1 << 20, points_per_octave=16, progress=None)
@@ -184,8 +193,9 @@ def test_blocked_profile_still_times_and_judges(tools_dir, pagelab_cmd):
     size = l1d()
     if size is None:
         pytest.skip("this machine reports no L1d size in sysfs")
-    doc = run_blocked(tools_dir, pagelab_cmd, "latency", max_kb=8 * size // 1024, loads=4000,
-                      repeats=3)
+    doc = run_blocked(
+        tools_dir, pagelab_cmd, "latency", max_kb=8 * size // 1024, loads=4000, repeats=3
+    )
     for m in doc["measurements"]:
         if m["label"].endswith(" KiB"):
             assert m["metrics"]["ns_per_load"]["source"] == "clock"

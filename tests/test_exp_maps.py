@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 import pagelab
+from helpers import run, run_blocked
 from pagelab import BadInput, parse_maps
 from pagelab.experiments import maps as exp
-
-from helpers import run, run_blocked
 
 EXE = "/usr/bin/prog"
 # One line of every kind, in address order, with the kernel's padding before the path.
@@ -37,8 +36,27 @@ SAMPLE = f"""\
 7ffcc113f000-7ffcc1160000 rw-p 00000000 00:00 0                          [stack]
 ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]
 """
-KINDS = ["text", "text", "text", "data", "bss", "heap", "anon", "anon", "file", "file", "lib",
-         "lib", "lib", "anon", "vvar", "vvar", "vdso", "stack", "vsyscall"]
+KINDS = [
+    "text",
+    "text",
+    "text",
+    "data",
+    "bss",
+    "heap",
+    "anon",
+    "anon",
+    "file",
+    "file",
+    "lib",
+    "lib",
+    "lib",
+    "anon",
+    "vvar",
+    "vvar",
+    "vdso",
+    "stack",
+    "vsyscall",
+]
 
 
 def test_parser_classifies_every_kind():
@@ -82,15 +100,18 @@ def test_parser_skips_blank_lines_and_accepts_empty_text():
     assert len(parse_maps("\n" + SAMPLE + "\n\n")) == len(KINDS)
 
 
-@pytest.mark.parametrize("bad", [
-    "55d373692000 r--p 00000000 fe:00 18500 /x",            # no end address
-    "55d373692000-55d373693000 rwzp 00000000 fe:00 18500",  # bad permissions
-    "55d373692000-55d373693000 r--p 0000000g fe:00 18500",  # bad offset
-    "55d373692000-55d373693000 r--p 00000000 fe00 18500",   # bad device
-    "55d373692000-55d373693000 r--p 00000000 fe:00 x",      # bad inode
-    "55d373693000-55d373692000 r--p 00000000 fe:00 0",      # ends before it starts
-    "hello world",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "55d373692000 r--p 00000000 fe:00 18500 /x",  # no end address
+        "55d373692000-55d373693000 rwzp 00000000 fe:00 18500",  # bad permissions
+        "55d373692000-55d373693000 r--p 0000000g fe:00 18500",  # bad offset
+        "55d373692000-55d373693000 r--p 00000000 fe00 18500",  # bad device
+        "55d373692000-55d373693000 r--p 00000000 fe:00 x",  # bad inode
+        "55d373693000-55d373692000 r--p 00000000 fe:00 0",  # ends before it starts
+        "hello world",
+    ],
+)
 def test_parser_rejects_a_malformed_line_by_number(bad):
     """A malformed line is BadInput naming its line number (here line 3)."""
     lines = SAMPLE.splitlines()
@@ -157,12 +178,15 @@ def test_figure_draws_both_processes_with_sources():
     assert all("/proc/PID/maps" in h for t in fig.data if t.type == "bar" for h in t.customdata)
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"mapping_kb": 0}, "mapping_kb must be in 4..1048576"),
-    ({"threads": 17}, "threads must be in 0..16"),
-    ({"thread": 1}, "did you mean threads"),
-    ({"mapping_kb": "lots"}, "must be an integer"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"mapping_kb": 0}, "mapping_kb must be in 4..1048576"),
+        ({"threads": 17}, "threads must be in 0..16"),
+        ({"thread": 1}, "did you mean threads"),
+        ({"mapping_kb": "lots"}, "must be an integer"),
+    ],
+)
 def test_bad_parameters_are_rejected_before_running(params, message):
     """Unknown or out-of-range parameters are one-line BadInput errors; nothing runs."""
     with pytest.raises(BadInput, match=message):
@@ -190,8 +214,19 @@ def test_setarch_r_turns_the_aslr_claims_off(pagelab_cmd):
     setarch = shutil.which("setarch")
     if not setarch:
         pytest.skip("setarch (util-linux) is not installed")
-    p = run([setarch, platform.machine(), "-R", *pagelab_cmd, "run", "maps", "--json",
-             "--set", "threads=0"])
+    p = run(
+        [
+            setarch,
+            platform.machine(),
+            "-R",
+            *pagelab_cmd,
+            "run",
+            "maps",
+            "--json",
+            "--set",
+            "threads=0",
+        ]
+    )
     if p.returncode != 0 and "personality" in p.stderr:
         pytest.skip(f"setarch -R is not permitted here: {p.stderr.strip()}")
     assert p.returncode == 0, p.stderr

@@ -7,10 +7,9 @@ import resource
 import pytest
 
 import pagelab
+from helpers import run, run_blocked
 from pagelab import BadInput, BudgetExceeded
 from pagelab.experiments import mmap_modes as exp
-
-from helpers import run, run_blocked
 
 SIZE_MB = 8
 PAGES = SIZE_MB * 256
@@ -53,6 +52,7 @@ def test_every_phase_of_every_variant_is_measured_with_sources(result):
 def test_the_numbers_behind_the_claims_are_physical(result):
     """Shared writes are charged exactly one block per 512 bytes written, in the write pass;
     private and anonymous ones none; an uncached file is read in exactly once."""
+
     def near(value, expected):  # exact physics, plus a little for metadata or stray faults
         return expected <= value <= expected * 1.01 + 16
 
@@ -71,8 +71,11 @@ def test_figure_has_four_panels_by_phase(result):
     """The figure shows faults, blocks in, blocks out and time, one bar per phase."""
     fig = result.figure()
     assert [a.text for a in fig.layout.annotations][:4] == [
-        "page faults (rusage)", "blocks read (inblock)", "blocks written (oublock)",
-        "time (ms, clock)"]
+        "page faults (rusage)",
+        "blocks read (inblock)",
+        "blocks written (oublock)",
+        "time (ms, clock)",
+    ]
     assert {t.name for t in fig.data} == set(exp.PHASES)
 
 
@@ -95,8 +98,10 @@ def test_nothing_is_left_in_the_scratch_directory(tmp_path, pagelab_cmd):
     """The file is an unnamed O_TMPFILE: the directory it was made in stays empty."""
     if exp.filesystem_type(tmp_path) in exp.MEMORY_FS:
         pytest.skip(f"{tmp_path} is on a memory filesystem")
-    p = run([*pagelab_cmd, "run", "mmap-modes", "--set", "size_mb=1", "--json"],
-            env={**os.environ, exp.SCRATCH_ENV: str(tmp_path)})
+    p = run(
+        [*pagelab_cmd, "run", "mmap-modes", "--set", "size_mb=1", "--json"],
+        env={**os.environ, exp.SCRATCH_ENV: str(tmp_path)},
+    )
     assert p.returncode == 0, p.stderr
     assert str(tmp_path) in " ".join(json.loads(p.stdout)["notes"])
     assert list(tmp_path.iterdir()) == []
@@ -106,8 +111,10 @@ def test_memory_filesystem_marks_disk_claims_not_evaluated(pagelab_cmd):
     """On tmpfs there is no writeback: the disk claims say so; the populate claim still holds."""
     if exp.filesystem_type("/dev/shm") != "tmpfs" or not os.access("/dev/shm", os.W_OK):
         pytest.skip("/dev/shm is not a writable tmpfs here")
-    p = run([*pagelab_cmd, "run", "mmap-modes", "--set", "size_mb=2", "--json"],
-            env={**os.environ, exp.SCRATCH_ENV: "/dev/shm"})
+    p = run(
+        [*pagelab_cmd, "run", "mmap-modes", "--set", "size_mb=2", "--json"],
+        env={**os.environ, exp.SCRATCH_ENV: "/dev/shm"},
+    )
     assert p.returncode == 0, p.stderr
     claims = {c["id"]: c for c in json.loads(p.stdout)["claims"]}
     assert claims.pop("populate-moves-faults")["holds"] is True
@@ -134,7 +141,9 @@ def test_filesystem_type_reads_mountinfo(tmp_path):
         "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
         "30 22 0:26 / /dev/shm rw - tmpfs tmpfs rw\n"
         "31 22 0:27 / /mnt/my\\040disk rw - xfs /dev/vdb rw\n"
-        "32 22 0:28 / /mnt/daten-\u00fc rw - btrfs /dev/vdc rw\n", encoding="utf-8")
+        "32 22 0:28 / /mnt/daten-\u00fc rw - btrfs /dev/vdc rw\n",
+        encoding="utf-8",
+    )
     assert exp.filesystem_type("/dev/shm/x", root=tmp_path) == "tmpfs"
     assert exp.filesystem_type("/mnt/my disk/f", root=tmp_path) == "xfs"
     assert exp.filesystem_type("/mnt/other", root=tmp_path) == "ext4"
@@ -157,12 +166,15 @@ def test_choose_directory_prefers_disk_and_refuses_when_full(tmp_path):
         exp.choose_directory(1 << 20, [str(tmp_path / "missing")])
 
 
-@pytest.mark.parametrize("params, error, message", [
-    ({"size_mb": 0}, BadInput, "size_mb must be in 1..65536"),
-    ({"stride_pages": 0}, BadInput, "stride_pages must be in 1..4096"),
-    ({"size": 8}, BadInput, "did you mean size_mb"),
-    ({"size_mb": 65536}, BudgetExceeded, "memory budget"),
-])
+@pytest.mark.parametrize(
+    "params, error, message",
+    [
+        ({"size_mb": 0}, BadInput, "size_mb must be in 1..65536"),
+        ({"stride_pages": 0}, BadInput, "stride_pages must be in 1..4096"),
+        ({"size": 8}, BadInput, "did you mean size_mb"),
+        ({"size_mb": 65536}, BudgetExceeded, "memory budget"),
+    ],
+)
 def test_bad_input_is_rejected_before_anything_runs(params, error, message):
     """Bad or over-budget parameters raise one clear error before any worker starts."""
     with pytest.raises(error, match=message):

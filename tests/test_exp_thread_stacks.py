@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 import pagelab
+from helpers import run, run_blocked
 from pagelab._counters import Reading
 from pagelab._errors import BadInput
 from pagelab._results import Measured
@@ -17,14 +18,13 @@ from pagelab._run import Context
 from pagelab._workloads import validate
 from pagelab.experiments import thread_stacks as ts
 
-from helpers import run, run_blocked
-
 GIB, MIB = 1 << 30, 1 << 20
 # small but complete: 160 threads of 8 MiB fill the window (~100 fit) with >= 16 creates to spare
 SMALL = {"calls": 300, "threads": 160}
 X86 = platform.machine() == "x86_64"
-needs_x86 = pytest.mark.skipif(not X86, reason=f"MAP_32BIT exists only on x86-64, this is "
-                               f"{platform.machine()}")
+needs_x86 = pytest.mark.skipif(
+    not X86, reason=f"MAP_32BIT exists only on x86-64, this is {platform.machine()}"
+)
 
 
 @pytest.fixture(scope="module")
@@ -110,14 +110,17 @@ def test_verdicts_are_the_fixed_claim_texts(result):
     assert result.verdicts() == "\n".join(f"holds: {t}" for t in ts.TEXTS.values())
 
 
-@pytest.mark.parametrize("params, words", [
-    ({"chunk_kb": 66}, "multiple of the page size"),
-    ({"stack_kb": 8190}, "multiple of the page size"),
-    ({"chunk_kb": 32}, "chunk_kb must be in"),
-    ({"threads": 5000}, "threads must be in"),
-    ({"calls": -1}, "calls must be in"),
-    ({"stacks": 4}, "no parameter 'stacks'"),
-])
+@pytest.mark.parametrize(
+    "params, words",
+    [
+        ({"chunk_kb": 66}, "multiple of the page size"),
+        ({"stack_kb": 8190}, "multiple of the page size"),
+        ({"chunk_kb": 32}, "chunk_kb must be in"),
+        ({"threads": 5000}, "threads must be in"),
+        ({"calls": -1}, "calls must be in"),
+        ({"stacks": 4}, "no parameter 'stacks'"),
+    ],
+)
 def test_bad_input_is_refused_before_anything_runs(params, words):
     """Sizes that are not page multiples, out-of-range or unknown parameters raise BadInput."""
     with pytest.raises(BadInput, match=words):
@@ -126,19 +129,24 @@ def test_bad_input_is_refused_before_anything_runs(params, words):
 
 def test_cli_bad_size_exits_2_with_one_line(pagelab_cmd):
     """The CLI turns a size that is not a page multiple into exit 2 and one line on stderr."""
-    p = run(pagelab_cmd + ["run", "thread-stacks", "--set", "chunk_kb=100", "--set",
-                           "stack_kb=6"])
+    p = run(pagelab_cmd + ["run", "thread-stacks", "--set", "chunk_kb=100", "--set", "stack_kb=6"])
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.count("\n") == 1 and "stack_kb" in p.stderr
 
 
 def test_address_space_over_rlimit_is_refused(pagelab_cmd):
     """Under an RLIMIT_AS too small for the window, the run is refused up front (exit 2)."""
+
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (GIB, resource.RLIM_INFINITY))
 
-    p = subprocess.run(pagelab_cmd + ["run", "thread-stacks"], capture_output=True, text=True,
-                       timeout=60, preexec_fn=limit)
+    p = subprocess.run(
+        pagelab_cmd + ["run", "thread-stacks"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=limit,
+    )
     assert p.returncode == 2 and p.stdout == "", p.stderr
     assert "address space" in p.stderr and "RLIMIT_AS" in p.stderr
     assert p.stderr.count("\n") == 1
@@ -163,8 +171,15 @@ def test_memory_counts_address_space_not_ram():
 def test_other_architectures_say_why_nothing_was_evaluated():
     """Where the C workload reports no MAP_32BIT (not x86-64), every claim is not evaluated with
     the reason. This machine may be x86-64, so the worker's answer is stood in for."""
-    ctx = Context("thread-stacks", validate("thread-stacks", {}), False, 10, None, 0,
-                  environment={"profile": "test"})
+    ctx = Context(
+        "thread-stacks",
+        validate("thread-stacks", {}),
+        False,
+        10,
+        None,
+        0,
+        environment={"profile": "test"},
+    )
     fill = Measured("window fill", {"map_32bit": Reading("map_32bit", 0, "rusage")})
     ctx.workload = lambda events: ([fill], {})
     res = ts.run(ctx)

@@ -1,6 +1,5 @@
 """vsyscall: the trapped legacy page is slow and costs one perf page fault per call."""
 
-
 import pytest
 
 import pagelab
@@ -18,8 +17,10 @@ def result():
 def test_claims_hold_here(result):
     """vsyscall is >= 20x slower than the vDSO, one perf fault per call, rusage minflt flat."""
     assert {c.id: c.holds for c in result.claims} == {
-        "vsyscall-much-slower": True, "vsyscall-fault-per-call": True,
-        "vsyscall-minflt-flat": True}, str(result)
+        "vsyscall-much-slower": True,
+        "vsyscall-fault-per-call": True,
+        "vsyscall-minflt-flat": True,
+    }, str(result)
 
 
 def test_statistics_come_from_several_processes(result):
@@ -42,8 +43,9 @@ def test_only_the_vsyscall_path_faults(result):
 def test_verdicts_are_deterministic_text(result):
     """Verdict lines are holds/fails plus the claim text: another run prints the same lines."""
     lines = result.verdicts().splitlines()
-    assert len(lines) == 3 and all(l.startswith(("holds: ", "fails: ", "not evaluated: "))
-                                   for l in lines)
+    assert len(lines) == 3 and all(
+        l.startswith(("holds: ", "fails: ", "not evaluated: ")) for l in lines
+    )
     again = pagelab.run("vsyscall", progress=None, calls=2000, processes=1)
     assert again.verdicts() == result.verdicts()
     assert all(c.evidence not in c.verdict for c in result.claims)

@@ -20,9 +20,14 @@ def test_make_lab_serves_jupyterlab():
     """make lab answers HTTP 200 on /lab with the chapters as its root, then stops cleanly."""
     port = free_port()
     args = f"--no-browser --ip=127.0.0.1 --port={port} --IdentityProvider.token="
-    proc = subprocess.Popen(["make", "--no-print-directory", "lab", f"LAB_ARGS={args}"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        ["make", "--no-print-directory", "lab", f"LAB_ARGS={args}"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         status = None

@@ -35,8 +35,11 @@ def test_chapters_follow_the_house_shape():
         text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
         for phrase in ("What you'll do", "What you'll learn", "What you need", "On your own"):
             assert phrase in text, f"{nb.name}: missing '{phrase}'"
-        checked = [c for c in cells if c["cell_type"] == "code"
-                   and "".join(c["source"]).startswith("# NBVAL_CHECK_OUTPUT")]
+        checked = [
+            c
+            for c in cells
+            if c["cell_type"] == "code" and "".join(c["source"]).startswith("# NBVAL_CHECK_OUTPUT")
+        ]
         assert checked, f"{nb.name}: no verdict cell is checked by nbval"
         for c in checked:
             assert c["outputs"], f"{nb.name}: a checked cell has no stored output to compare"
@@ -45,6 +48,9 @@ def test_chapters_follow_the_house_shape():
 def test_chapters_use_only_the_public_api():
     """Chapters import pagelab's public API, never private modules or the cffi lib."""
     for nb in NOTEBOOKS:
-        src = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"]
-                        if c["cell_type"] == "code")
+        src = "\n".join(
+            "".join(c["source"])
+            for c in json.loads(nb.read_text())["cells"]
+            if c["cell_type"] == "code"
+        )
         assert not re.search(r"pagelab\._|from pagelab\.\w*_|_native|\blib\.", src), nb.name

@@ -1,8 +1,8 @@
 """environment.yml, binder/ and the build configuration agree with pyproject.toml."""
 
 import re
-import tomllib
 
+import tomllib
 import yaml
 
 from helpers import ROOT
@@ -30,7 +30,9 @@ def test_environment_yml_carries_every_python_dependency():
     have = conda_specs(ROOT / "environment.yml")
     for name, bound in wanted.items():
         assert name in have, f"environment.yml lacks {name}"
-        assert have[name] == bound, f"{name}: pyproject says {bound!r}, environment.yml {have[name]!r}"
+        assert have[name] == bound, (
+            f"{name}: pyproject says {bound!r}, environment.yml {have[name]!r}"
+        )
 
 
 def test_environment_yml_can_build_the_extension():

@@ -27,8 +27,19 @@ def test_doctor_under_seccomp_is_blocked(tools_dir, pagelab_cmd):
 
 def test_stat_under_seccomp_falls_back_to_rusage(tools_dir, pagelab_cmd):
     """Blocked: page-faults is unavailable with its reason, and rusage stands in, labelled."""
-    p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "stat", "-e", "page-faults", "--json",
-             "--", str(tools_dir / "pl-touch"), "64"])
+    p = run(
+        [
+            str(tools_dir / "pl-noperf"),
+            *pagelab_cmd,
+            "stat",
+            "-e",
+            "page-faults",
+            "--json",
+            "--",
+            str(tools_dir / "pl-touch"),
+            "64",
+        ]
+    )
     assert p.returncode == 0, p.stderr
     pf = json.loads(p.stdout)["measurements"][0]["metrics"]["page-faults"]
     assert pf["value"] is None and "seccomp" in pf["reason"]
@@ -51,8 +62,13 @@ _AS_NOBODY = textwrap.dedent(f"""
 def as_nobody(args):
     if os.geteuid() != 0:
         pytest.skip("dropping to an unprivileged uid needs root; this test run is unprivileged")
-    return subprocess.run([sys.executable, "-c", _AS_NOBODY, *args], capture_output=True,
-                          text=True, timeout=60, cwd="/")
+    return subprocess.run(
+        [sys.executable, "-c", _AS_NOBODY, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
 
 
 def test_doctor_unprivileged_gets_software_events_user_space_only():

@@ -20,15 +20,18 @@ def test_experiments_come_from_the_c_table():
             assert p.help
 
 
-@pytest.mark.parametrize("params, needle", [
-    ({"size_mb": -1}, "size_mb must be in 1..65536 MiB, got -1"),
-    ({"size_mb": 10**9}, "size_mb must be in 1..65536 MiB"),
-    ({"size_mb": 1.5}, "must be an integer"),
-    ({"size_mb": True}, "must be an integer"),
-    ({"size_mb": "lots"}, "must be an integer"),
-    ({"size": 4}, "no parameter 'size'; did you mean size_mb?"),
-    ({"threads": 0}, "threads must be in 1..64"),
-])
+@pytest.mark.parametrize(
+    "params, needle",
+    [
+        ({"size_mb": -1}, "size_mb must be in 1..65536 MiB, got -1"),
+        ({"size_mb": 10**9}, "size_mb must be in 1..65536 MiB"),
+        ({"size_mb": 1.5}, "must be an integer"),
+        ({"size_mb": True}, "must be an integer"),
+        ({"size_mb": "lots"}, "must be an integer"),
+        ({"size": 4}, "no parameter 'size'; did you mean size_mb?"),
+        ({"threads": 0}, "threads must be in 1..64"),
+    ],
+)
 def test_bad_parameters_are_refused_before_anything_runs(params, needle):
     """Out-of-range, ill-typed and unknown parameters raise BadInput with one clear line."""
     with pytest.raises(pagelab.BadInput) as info:
@@ -52,15 +55,18 @@ def test_over_budget_requests_are_refused_with_the_budget():
         pagelab.run("first-touch", size_mb=size_mb)
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["run"], "needs an experiment name"),
-    (["run", "nope"], "unknown experiment 'nope'"),
-    (["run", "first-touch", "--set", "size_mb"], "--set takes KEY=VALUE"),
-    (["run", "first-touch", "--set", "size_mb=1", "--set", "size_mb=2"], "given twice"),
-    (["run", "first-touch", "--set", "size_mb=-5"], "size_mb must be in"),
-    (["run", "first-touch", "--set", "size_mb=99999999"], "size_mb must be in"),
-    (["run", "all", "--set", "size_mb=4"], "run all takes no --set"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["run"], "needs an experiment name"),
+        (["run", "nope"], "unknown experiment 'nope'"),
+        (["run", "first-touch", "--set", "size_mb"], "--set takes KEY=VALUE"),
+        (["run", "first-touch", "--set", "size_mb=1", "--set", "size_mb=2"], "given twice"),
+        (["run", "first-touch", "--set", "size_mb=-5"], "size_mb must be in"),
+        (["run", "first-touch", "--set", "size_mb=99999999"], "size_mb must be in"),
+        (["run", "all", "--set", "size_mb=4"], "run all takes no --set"),
+    ],
+)
 def test_cli_run_bad_input_exits_2_with_one_line(pagelab_cmd, args, needle):
     """Every bad `pagelab run` exits 2 with one stderr line and prints nothing else."""
     p = run(pagelab_cmd + args)
@@ -81,8 +87,9 @@ def test_cli_run_list_shows_parameters(pagelab_cmd):
 def test_cli_run_json_follows_the_contract(pagelab_cmd):
     """run --json prints one document: experiment, version, params, environment, measurements
     with a source on every metric, and claims with holds and evidence."""
-    p = run(pagelab_cmd + ["run", "first-touch", "--set", "size_mb=8", "--set", "threads=2",
-                           "--json"])
+    p = run(
+        pagelab_cmd + ["run", "first-touch", "--set", "size_mb=8", "--set", "threads=2", "--json"]
+    )
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert doc["experiment"] == "first-touch" and doc["version"] == pagelab.__version__

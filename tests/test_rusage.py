@@ -12,21 +12,30 @@ from pagelab import BadInput, _rusage
 def test_proc_stat_parses_a_name_with_spaces_and_parentheses(tmp_path):
     """Fields are counted after the last ')', so a command name like 'a) (b' cannot shift them."""
     tick = os.sysconf("SC_CLK_TCK")
-    stat = (f"4242 (a) (b c) S 1 4242 4242 0 -1 4194560 17 0 3 0 {5 * tick} {2 * tick} "
-            "0 0 20 0 1 0 100 0 0\n")
+    stat = (
+        f"4242 (a) (b c) S 1 4242 4242 0 -1 4194560 17 0 3 0 {5 * tick} {2 * tick} "
+        "0 0 20 0 1 0 100 0 0\n"
+    )
     (tmp_path / "proc" / "4242").mkdir(parents=True)
     (tmp_path / "proc" / "4242" / "stat").write_text(stat)
-    assert _rusage.proc_stat(4242, tmp_path) == {"minflt": 17, "majflt": 3, "utime": 5.0,
-                                                 "stime": 2.0}
+    assert _rusage.proc_stat(4242, tmp_path) == {
+        "minflt": 17,
+        "majflt": 3,
+        "utime": 5.0,
+        "stime": 2.0,
+    }
 
 
 def test_proc_stat_of_a_real_process_sees_its_faults():
     """A child that touched 32 MiB shows at least 8192 minor faults in /proc/PID/stat."""
-    code = ("import mmap, sys; m = mmap.mmap(-1, 32 << 20); m.madvise(mmap.MADV_NOHUGEPAGE)\n"
-            "for o in range(0, len(m), 4096): m[o] = 1\n"
-            "print('ready', flush=True); sys.stdin.read()")
-    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    code = (
+        "import mmap, sys; m = mmap.mmap(-1, 32 << 20); m.madvise(mmap.MADV_NOHUGEPAGE)\n"
+        "for o in range(0, len(m), 4096): m[o] = 1\n"
+        "print('ready', flush=True); sys.stdin.read()"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout.readline() == "ready\n"
         got = _rusage.proc_stat(child.pid)

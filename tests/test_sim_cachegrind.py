@@ -64,9 +64,12 @@ def program(tmp_path_factory):
     src, exe, trace = d / "transpose.c", d / "transpose", d / "lackey.trace"
     src.write_text(PROGRAM)
     subprocess.run(["cc", *CFLAGS, "-O1", "-o", str(exe), str(src)], check=True)
-    subprocess.run(_no_aslr(["valgrind", "--tool=lackey", "--trace-mem=yes",
-                             f"--log-file={trace}", str(exe)]),
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        _no_aslr(["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-file={trace}", str(exe)]),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     return exe, trace
 
 
@@ -77,10 +80,23 @@ def test_l1_misses_agree_with_cachegrind_within_one_percent(program, geometry, t
     (D1mr + D1mw, same geometry, LRU, write-allocate) within 1%."""
     exe, trace = program
     cg_out = tmp_path / "cachegrind.out"
-    subprocess.run(_no_aslr(["valgrind", "--tool=cachegrind", "--cache-sim=yes",
-                             "--D1={},{},{}".format(*geometry), f"--I1={OTHER}", f"--LL={LL}",
-                             f"--cachegrind-out-file={cg_out}", str(exe)]),
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        _no_aslr(
+            [
+                "valgrind",
+                "--tool=cachegrind",
+                "--cache-sim=yes",
+                "--D1={},{},{}".format(*geometry),
+                f"--I1={OTHER}",
+                f"--LL={LL}",
+                f"--cachegrind-out-file={cg_out}",
+                str(exe),
+            ]
+        ),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     expected = cachegrind_d1_misses(cg_out)
 
     sim = Simulator({"l1": geometry, "l2": None, "llc": None, "dtlb": None, "stlb": None})

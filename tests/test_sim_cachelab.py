@@ -65,8 +65,7 @@ def test_verbose_lines_match_csim_ref_format(hand_trace):
 
 def test_cli_prints_exactly_the_csim_ref_output(pagelab_cmd, hand_trace):
     """`pagelab sim trace FILE -s -E -b -v` prints the verbose lines and the summary, exit 0."""
-    r = run([*pagelab_cmd, "sim", "trace", str(hand_trace), "-s", "1", "-E", "1", "-b", "4",
-             "-v"])
+    r = run([*pagelab_cmd, "sim", "trace", str(hand_trace), "-s", "1", "-E", "1", "-b", "4", "-v"])
     assert r.returncode == 0, r.stderr
     assert r.stdout == HAND_VERBOSE + "\n"
     r = run([*pagelab_cmd, "sim", "trace", str(hand_trace), "-s", "1", "-E", "2", "-b", "4"])
@@ -93,14 +92,17 @@ def _reference_csim(records, s, E, b):
     return hits, misses, evictions
 
 
-@pytest.mark.parametrize("s,E,b", [(0, 1, 0), (1, 1, 1), (2, 2, 3), (3, 4, 4), (4, 1, 5),
-                                   (0, 32, 4), (0, 100, 2)])  # one wide set: the hashed list
+@pytest.mark.parametrize(
+    "s,E,b", [(0, 1, 0), (1, 1, 1), (2, 2, 3), (3, 4, 4), (4, 1, 5), (0, 32, 4), (0, 100, 2)]
+)  # one wide set: the hashed list
 def test_generated_trace_agrees_with_a_reference_lru_model(tmp_path, s, E, b):
     """A random 3000-record trace gives the counts of an independent list-based LRU model."""
     rng = np.random.default_rng(s * 100 + E * 10 + b)
     records = [("LSM"[rng.integers(3)], int(rng.integers(0, 1 << 10))) for _ in range(3000)]
-    text = "".join(f"I  {0x400000 + i:08x},3\n {op} {a:x},{rng.integers(1, 9)}\n"
-                   for i, (op, a) in enumerate(records))
+    text = "".join(
+        f"I  {0x400000 + i:08x},3\n {op} {a:x},{rng.integers(1, 9)}\n"
+        for i, (op, a) in enumerate(records)
+    )
     p = tmp_path / "gen.trace"
     p.write_text(text)
     r = cachelab(p, s, E, b)

@@ -37,8 +37,13 @@ def test_json_is_one_document_with_every_count_labelled_sim(pagelab_cmd, trace):
     r = sim_trace(pagelab_cmd, trace, *SMALL, "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["params"]["config"]["levels"]["L1D"] == \
-        {"size": 1024, "ways": 2, "line": 64, "sets": 8, "origin": "option"}
+    assert doc["params"]["config"]["levels"]["L1D"] == {
+        "size": 1024,
+        "ways": 2,
+        "line": 64,
+        "sets": 8,
+        "origin": "option",
+    }
     labels = [m["label"] for m in doc["measurements"]]
     assert labels == ["trace", "L1D", "DTLB"]
     metrics = [v for m in doc["measurements"] for v in m["metrics"].values()]
@@ -50,14 +55,25 @@ def test_json_is_one_document_with_every_count_labelled_sim(pagelab_cmd, trace):
 def test_config_file_and_options_combine(pagelab_cmd, trace, tmp_path):
     """--config FILE sets the model; options given on the command line override it."""
     cfg = tmp_path / "sim.json"
-    cfg.write_text(json.dumps({"l1": "256:1:64", "l2": None, "llc": None, "dtlb": None,
-                               "stlb": None, "policy": "fifo"}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "l1": "256:1:64",
+                "l2": None,
+                "llc": None,
+                "dtlb": None,
+                "stlb": None,
+                "policy": "fifo",
+            }
+        )
+    )
     r = sim_trace(pagelab_cmd, trace, "--config", cfg, "--l1", "512:2:64", "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["params"]["config"]["policy"] == "fifo"
-    assert doc["params"]["config"]["levels"] == {"L1D": {"size": 512, "ways": 2, "line": 64,
-                                                         "sets": 4, "origin": "option"}}
+    assert doc["params"]["config"]["levels"] == {
+        "L1D": {"size": 512, "ways": 2, "line": 64, "sets": 4, "origin": "option"}
+    }
 
 
 def test_cachelab_json(pagelab_cmd, trace):
@@ -67,26 +83,32 @@ def test_cachelab_json(pagelab_cmd, trace):
     except M's store; each miss after the first evicts."""
     r = sim_trace(pagelab_cmd, trace, "-s", "1", "-E", "1", "-b", "4", "--json")
     doc = json.loads(r.stdout)
-    assert {k: v["value"] for k, v in doc["measurements"][0]["metrics"].items()} == \
-        {"hits": 1, "misses": 5, "evictions": 4}
+    assert {k: v["value"] for k, v in doc["measurements"][0]["metrics"].items()} == {
+        "hits": 1,
+        "misses": 5,
+        "evictions": 4,
+    }
 
 
-@pytest.mark.parametrize("args,message", [
-    (["missing.trace", "-s", "1", "-E", "1", "-b", "1"], "cannot read trace missing.trace"),
-    (["{bad}", "-s", "1", "-E", "1", "-b", "1"], "line 3"),
-    (["{bad}", *SMALL], "line 3"),
-    (["{trace}", "-s", "1", "-E", "0", "-b", "1"], "-E must be"),
-    (["{trace}", "-s", "1", "-E", "1", "-b", "x"], "invalid int value"),
-    (["{trace}", "-s", "1", "-E", "1"], "all three of -s, -E and -b"),
-    (["{trace}", "-s", "1", "-E", "1", "-b", "1", "--l1", "1K:2:64"], "--l1 does not apply"),
-    (["{trace}", "-v"], "-v is for cache-lab mode"),
-    (["{trace}", "--l1", "48K:8:64"], "power of two"),
-    (["{trace}", "--policy", "mru"], "unknown policy"),
-    (["{trace}", "--page", "1g"], "not 4k or 2m"),
-    (["{trace}", "--config", "nowhere.json"], "cannot read config"),
-    (["{trace}", "--colour"], "unrecognized arguments"),
-    ([], "required: file"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["missing.trace", "-s", "1", "-E", "1", "-b", "1"], "cannot read trace missing.trace"),
+        (["{bad}", "-s", "1", "-E", "1", "-b", "1"], "line 3"),
+        (["{bad}", *SMALL], "line 3"),
+        (["{trace}", "-s", "1", "-E", "0", "-b", "1"], "-E must be"),
+        (["{trace}", "-s", "1", "-E", "1", "-b", "x"], "invalid int value"),
+        (["{trace}", "-s", "1", "-E", "1"], "all three of -s, -E and -b"),
+        (["{trace}", "-s", "1", "-E", "1", "-b", "1", "--l1", "1K:2:64"], "--l1 does not apply"),
+        (["{trace}", "-v"], "-v is for cache-lab mode"),
+        (["{trace}", "--l1", "48K:8:64"], "power of two"),
+        (["{trace}", "--policy", "mru"], "unknown policy"),
+        (["{trace}", "--page", "1g"], "not 4k or 2m"),
+        (["{trace}", "--config", "nowhere.json"], "cannot read config"),
+        (["{trace}", "--colour"], "unrecognized arguments"),
+        ([], "required: file"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(pagelab_cmd, trace, tmp_path, args, message):
     """Missing or malformed traces, impossible geometry, unknown policy: exit 2, one line."""
     bad = tmp_path / "bad.trace"

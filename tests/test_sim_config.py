@@ -3,8 +3,16 @@
 import numpy as np
 import pytest
 
-from pagelab import (BadInput, CacheGeometry, SimConfig, Simulator, TLBGeometry, cachelab,
-                     default_config, scan_trace)
+from pagelab import (
+    BadInput,
+    CacheGeometry,
+    SimConfig,
+    Simulator,
+    TLBGeometry,
+    cachelab,
+    default_config,
+    scan_trace,
+)
 from pagelab._native import lib
 from pagelab._simconfig import make_config, parse_size
 
@@ -15,19 +23,29 @@ def fake_sysfs(root, caches):
     for i, (level, kind, size, ways, line, sets) in enumerate(caches):
         d = base / f"index{i}"
         d.mkdir(parents=True)
-        for name, value in (("level", level), ("type", kind), ("size", size),
-                            ("ways_of_associativity", ways), ("coherency_line_size", line),
-                            ("number_of_sets", sets)):
+        for name, value in (
+            ("level", level),
+            ("type", kind),
+            ("size", size),
+            ("ways_of_associativity", ways),
+            ("coherency_line_size", line),
+            ("number_of_sets", sets),
+        ):
             (d / name).write_text(f"{value}\n")
     return root
 
 
 def test_defaults_come_from_sysfs_and_say_so(tmp_path):
     """L1D, L2 and LLC are read from sysfs (instruction caches ignored), origin 'sysfs'."""
-    root = fake_sysfs(tmp_path, [(1, "Data", "48K", 12, 64, 64),
-                                 (1, "Instruction", "32K", 8, 64, 64),
-                                 (2, "Unified", "1280K", 20, 64, 1024),
-                                 (3, "Unified", "24576K", 12, 64, 32768)])
+    root = fake_sysfs(
+        tmp_path,
+        [
+            (1, "Data", "48K", 12, 64, 64),
+            (1, "Instruction", "32K", 8, 64, 64),
+            (2, "Unified", "1280K", 20, 64, 1024),
+            (3, "Unified", "24576K", 12, 64, 32768),
+        ],
+    )
     cfg = default_config(root)
     assert cfg.l1 == CacheGeometry(48 << 10, 12, 64, "sysfs")
     assert cfg.l2 == CacheGeometry(1280 << 10, 20, 64, "sysfs")
@@ -37,8 +55,9 @@ def test_defaults_come_from_sysfs_and_say_so(tmp_path):
 
 def test_sysfs_geometry_without_power_of_two_sets_is_widened_and_noted(tmp_path):
     """A 30 MiB 20-way LLC (24576 sets) becomes 30-way with 16384 sets, and the origin says so."""
-    root = fake_sysfs(tmp_path, [(1, "Data", "32K", 8, 64, 64),
-                                 (3, "Unified", "30720K", 20, 64, 24576)])
+    root = fake_sysfs(
+        tmp_path, [(1, "Data", "32K", 8, 64, 64), (3, "Unified", "30720K", 20, 64, 24576)]
+    )
     llc = default_config(root).llc
     assert (llc.size, llc.ways, llc.sets) == (30 << 20, 30, 16384)
     assert "reports 20-way" in llc.origin
@@ -47,15 +66,17 @@ def test_sysfs_geometry_without_power_of_two_sets_is_widened_and_noted(tmp_path)
 def test_missing_sysfs_falls_back_to_named_defaults(tmp_path):
     """No cache directory at all: the PL_SIM_DEFAULT_* geometry, origin 'default'."""
     cfg = default_config(tmp_path)
-    assert cfg.l1 == CacheGeometry(lib.PL_SIM_DEFAULT_L1_SIZE, lib.PL_SIM_DEFAULT_L1_WAYS,
-                                   lib.PL_SIM_DEFAULT_LINE, "default")
+    assert cfg.l1 == CacheGeometry(
+        lib.PL_SIM_DEFAULT_L1_SIZE, lib.PL_SIM_DEFAULT_L1_WAYS, lib.PL_SIM_DEFAULT_LINE, "default"
+    )
     assert cfg.llc.origin == cfg.l2.origin == "default"
 
 
 def test_a_machine_without_l3_gets_no_llc(tmp_path):
     """sysfs listing L1 and L2 only means there is no LLC to model."""
-    root = fake_sysfs(tmp_path, [(1, "Data", "32K", 8, 64, 64),
-                                 (2, "Unified", "512K", 8, 64, 1024)])
+    root = fake_sysfs(
+        tmp_path, [(1, "Data", "32K", 8, 64, 64), (2, "Unified", "512K", 8, 64, 1024)]
+    )
     assert default_config(root).llc is None
 
 
@@ -67,8 +88,11 @@ def test_tlb_defaults_are_from_cpuid_or_named_defaults():
             assert t.origin.startswith(("cpuid 0x", "default"))
             assert t.sets & (t.sets - 1) == 0 and t.entries == t.sets * t.ways
         if cfg.dtlb.origin == "default":
-            assert cfg.dtlb.entries == (lib.PL_SIM_DEFAULT_DTLB_ENTRIES if page == "4k"
-                                        else lib.PL_SIM_DEFAULT_DTLB_2M_ENTRIES)
+            assert cfg.dtlb.entries == (
+                lib.PL_SIM_DEFAULT_DTLB_ENTRIES
+                if page == "4k"
+                else lib.PL_SIM_DEFAULT_DTLB_2M_ENTRIES
+            )
 
 
 def test_dict_overrides_keep_the_rest_of_the_machine():
@@ -82,8 +106,13 @@ def test_dict_overrides_keep_the_rest_of_the_machine():
 
 def test_sizes_accept_suffixes():
     """32K, 1M, 1MiB, 64 and 2G are byte counts."""
-    assert [parse_size(t) for t in ("32K", "1M", "1MiB", "64", "2g")] == \
-        [32768, 1 << 20, 1 << 20, 64, 2 << 30]
+    assert [parse_size(t) for t in ("32K", "1M", "1MiB", "64", "2g")] == [
+        32768,
+        1 << 20,
+        1 << 20,
+        64,
+        2 << 30,
+    ]
 
 
 def test_config_and_stats_print_the_geometry():
@@ -95,27 +124,30 @@ def test_config_and_stats_print_the_geometry():
     assert "DTLB  64 entries, 4-way (16 sets)" in text and "source: sim" in text
 
 
-@pytest.mark.parametrize("spec,message", [
-    ({"l1": "48K:8:64"}, "power of two"),
-    ({"l1": "32K:8:48"}, "line size 48"),
-    ({"l1": "32K:0:64"}, "ways must be"),
-    ({"l1": "1000:1:64"}, "whole number of 64-byte lines"),
-    ({"l1": "32K:8"}, "SIZE:WAYS:LINE"),
-    ({"l1": "lots:8:64"}, "is not a size"),
-    ({"l1": {"size": 1024, "ways": 2}}, "give size, ways and line"),
-    ({"l2": "768K:12:64", "policy": "plru"}, "plru needs"),
-    ({"policy": "mru"}, "unknown policy"),
-    ({"page": "1g"}, "not 4k or 2m"),
-    ({"tlb": "6:4"}, "do not divide"),
-    ({"dtlb": None, "stlb": "64:4"}, "needs a DTLB"),
-    ({"l1": None, "l2": None, "llc": None, "dtlb": None, "stlb": None}, "nothing to simulate"),
-    ({"seed": -1}, "seed"),
-    ({"seed": "x"}, "seed"),
-    ({"classify": "yes"}, "classify"),
-    ({"colour": "red"}, "unknown config key"),
-    ({"l1": "64K:8:8192", "page": "4k"}, "larger than"),
-    ({"llc": "1G:1:64"}, "more than the simulator"),
-])
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ({"l1": "48K:8:64"}, "power of two"),
+        ({"l1": "32K:8:48"}, "line size 48"),
+        ({"l1": "32K:0:64"}, "ways must be"),
+        ({"l1": "1000:1:64"}, "whole number of 64-byte lines"),
+        ({"l1": "32K:8"}, "SIZE:WAYS:LINE"),
+        ({"l1": "lots:8:64"}, "is not a size"),
+        ({"l1": {"size": 1024, "ways": 2}}, "give size, ways and line"),
+        ({"l2": "768K:12:64", "policy": "plru"}, "plru needs"),
+        ({"policy": "mru"}, "unknown policy"),
+        ({"page": "1g"}, "not 4k or 2m"),
+        ({"tlb": "6:4"}, "do not divide"),
+        ({"dtlb": None, "stlb": "64:4"}, "needs a DTLB"),
+        ({"l1": None, "l2": None, "llc": None, "dtlb": None, "stlb": None}, "nothing to simulate"),
+        ({"seed": -1}, "seed"),
+        ({"seed": "x"}, "seed"),
+        ({"classify": "yes"}, "classify"),
+        ({"colour": "red"}, "unknown config key"),
+        ({"l1": "64K:8:8192", "page": "4k"}, "larger than"),
+        ({"llc": "1G:1:64"}, "more than the simulator"),
+    ],
+)
 def test_simulator_rejects_bad_configs_with_one_line(spec, message):
     """Impossible geometry, policy, page size or key: BadInput with one line naming it."""
     with pytest.raises(BadInput, match=message) as e:
@@ -136,19 +168,22 @@ def small():
     return Simulator({"l1": "1K:2:64", "l2": None, "llc": None, "dtlb": None, "stlb": None})
 
 
-@pytest.mark.parametrize("args,message", [
-    (([-1, 5],), r"addresses must lie in \[0"),
-    (([1.5, 2.0],), "addresses must be integers"),
-    ((np.zeros((2, 2), dtype=np.uint64),), "one-dimensional"),
-    (([2**64],), "addresses must be integers"),
-    (([0, 64], [0, 3]), "ops must be 0"),
-    (([0, 64], 5), "op 5"),
-    (([0, 64], [0]), "must match the 2 addresses"),
-    (([0, 64], None, [8, 0]), "at least 1 byte"),
-    (([0, 64], None, 0), "at least 1 byte"),
-    (([0, 64], None, 2**32), "sizes must lie"),
-    ((["a"],), "must be integers"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (([-1, 5],), r"addresses must lie in \[0"),
+        (([1.5, 2.0],), "addresses must be integers"),
+        ((np.zeros((2, 2), dtype=np.uint64),), "one-dimensional"),
+        (([2**64],), "addresses must be integers"),
+        (([0, 64], [0, 3]), "ops must be 0"),
+        (([0, 64], 5), "op 5"),
+        (([0, 64], [0]), "must match the 2 addresses"),
+        (([0, 64], None, [8, 0]), "at least 1 byte"),
+        (([0, 64], None, 0), "at least 1 byte"),
+        (([0, 64], None, 2**32), "sizes must lie"),
+        ((["a"],), "must be integers"),
+    ],
+)
 def test_access_rejects_bad_arrays(small, args, message):
     """Negative, fractional, oversized or mis-shaped inputs raise BadInput and simulate nothing."""
     with pytest.raises(BadInput, match=message):
@@ -165,7 +200,7 @@ def test_replay_and_scan_reject_unreadable_and_malformed_traces(small, tmp_path)
         scan_trace(tmp_path)
     bad = tmp_path / "bad.trace"
     bad.write_text(" L 0,8\n L 40,8\n S 80\n")
-    with pytest.raises(BadInput, match="bad.trace: line 3: expected ','"):
+    with pytest.raises(BadInput, match=r"bad\.trace: line 3: expected ','"):
         small.replay(bad)
     assert small.stats()["L1D"].accesses == 0
 
@@ -175,20 +210,28 @@ def test_replay_counts_records_and_returns_what_the_trace_held(small, tmp_path):
     p = tmp_path / "t.trace"
     p.write_text("==1== hi\nI  400000,4\n L 0,8\n S 40,8\n M 80,4\nI  400004,2\n")
     info = small.replay(p)
-    assert (info.loads, info.stores, info.modifies, info.instructions, info.skipped) == \
-        (1, 1, 1, 2, 1)
+    assert (info.loads, info.stores, info.modifies, info.instructions, info.skipped) == (
+        1,
+        1,
+        1,
+        2,
+        1,
+    )
     st = small.stats()
     assert st.trace == info and (st["L1D"].reads, st["L1D"].writes) == (2, 2)
 
 
-@pytest.mark.parametrize("args,message", [
-    ((-1, 1, 1), "-s must be"),
-    ((1, 0, 1), "-E must be"),
-    ((1, 1, -2), "-b must be"),
-    ((1.5, 1, 1), "-s must be"),
-    ((1, 1, 31), "too large"),
-    ((20, 8, 4), "too large"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ((-1, 1, 1), "-s must be"),
+        ((1, 0, 1), "-E must be"),
+        ((1, 1, -2), "-b must be"),
+        ((1.5, 1, 1), "-s must be"),
+        ((1, 1, 31), "too large"),
+        ((20, 8, 4), "too large"),
+    ],
+)
 def test_cachelab_rejects_impossible_geometry(tmp_path, args, message):
     """Bad -s/-E/-b raise BadInput before the trace is read."""
     p = tmp_path / "t.trace"

@@ -13,8 +13,11 @@ def read_all(path, cap=4):
     out = ffi.new("struct pl_trace **")
     assert lib.pl_trace_open(str(path).encode(), out) == 0
     t = ffi.gc(out[0], lib.pl_trace_close)
-    addr, size, op = ffi.new("uint64_t[]", cap), ffi.new("uint32_t[]", cap), \
-        ffi.new("uint8_t[]", cap)
+    addr, size, op = (
+        ffi.new("uint64_t[]", cap),
+        ffi.new("uint32_t[]", cap),
+        ffi.new("uint8_t[]", cap),
+    )
     records = []
     while True:
         n = lib.pl_trace_read(t, addr, size, op, cap)
@@ -29,32 +32,41 @@ def test_parser_reads_lackey_records_and_skips_the_rest(tmp_path):
     """Banners, blank lines and I records are skipped; comments after the size are allowed;
     CRLF endings, a 0x prefix and a last line without newline are fine."""
     p = tmp_path / "t"
-    p.write_bytes(b"==1== Lackey\r\n--1-- note\n**1** warning\n\n"
-                  b"I  04000c1e,3\n L 7ff000398,8\n S 10,1 00001010\r\n"
-                  b"\t M 0x20,4\n L ffffffffffffffff,1")
+    p.write_bytes(
+        b"==1== Lackey\r\n--1-- note\n**1** warning\n\n"
+        b"I  04000c1e,3\n L 7ff000398,8\n S 10,1 00001010\r\n"
+        b"\t M 0x20,4\n L ffffffffffffffff,1"
+    )
     records, t = read_all(p)
-    assert records == [(lib.PL_OP_LOAD, 0x7FF000398, 8), (lib.PL_OP_STORE, 0x10, 1),
-                       (lib.PL_OP_MODIFY, 0x20, 4), (lib.PL_OP_LOAD, 2**64 - 1, 1)]
+    assert records == [
+        (lib.PL_OP_LOAD, 0x7FF000398, 8),
+        (lib.PL_OP_STORE, 0x10, 1),
+        (lib.PL_OP_MODIFY, 0x20, 4),
+        (lib.PL_OP_LOAD, 2**64 - 1, 1),
+    ]
     assert (t.line, t.instr, t.loads, t.stores, t.modifies, t.skipped) == (9, 1, 2, 1, 1, 4)
 
 
-@pytest.mark.parametrize("line,why", [
-    (" X 10,1", "not a lackey record"),
-    (" L10,1", "not a lackey record"),
-    (" L 10", "expected ','"),
-    (" L ,4", "missing hexadecimal address"),
-    (" L 10,", "missing decimal size"),
-    (" L 10,0", "size 0"),
-    (" L 10,1x", "unexpected text after the size"),
-    (" L 1ffffffffffffffff,1", "does not fit in 64 bits"),
-    (" L 10,4294967296", "does not fit in 32 bits"),
-    ("hello", "not a lackey record"),
-])
+@pytest.mark.parametrize(
+    "line,why",
+    [
+        (" X 10,1", "not a lackey record"),
+        (" L10,1", "not a lackey record"),
+        (" L 10", "expected ','"),
+        (" L ,4", "missing hexadecimal address"),
+        (" L 10,", "missing decimal size"),
+        (" L 10,0", "size 0"),
+        (" L 10,1x", "unexpected text after the size"),
+        (" L 1ffffffffffffffff,1", "does not fit in 64 bits"),
+        (" L 10,4294967296", "does not fit in 32 bits"),
+        ("hello", "not a lackey record"),
+    ],
+)
 def test_parser_names_the_malformed_line(tmp_path, line, why):
     """A malformed record stops the parse with -EBADMSG, its line number and the reason."""
     p = tmp_path / "t"
     p.write_text(f"==1== banner\n L 10,1\n{line}\n L 20,1\n")
-    records, (rc, lineno, err) = read_all(p)
+    _, (rc, lineno, err) = read_all(p)
     assert rc == -errno.EBADMSG
     assert lineno == 3
     assert why in err
@@ -83,7 +95,7 @@ def test_open_reports_errno(tmp_path):
     """A missing file is -ENOENT at open; a directory fails at the first read with -EISDIR."""
     out = ffi.new("struct pl_trace **")
     assert lib.pl_trace_open(str(tmp_path / "nope").encode(), out) == -errno.ENOENT
-    records, (rc, _, _) = read_all(tmp_path)
+    _, (rc, _, _) = read_all(tmp_path)
     assert rc == -errno.EISDIR
 
 
@@ -99,17 +111,20 @@ def _config(size=1024, ways=2, line=64, policy=None, tlb=None, page=4096):
     return c
 
 
-@pytest.mark.parametrize("kw", [
-    {"size": 1536},                      # 12 lines in 2 ways: 6 sets
-    {"line": 48},                        # not a power of two
-    {"ways": 0},
-    {"size": 1000},                      # not whole lines
-    {"ways": 3, "policy": 3},            # PLRU needs power-of-two ways
-    {"policy": 7},
-    {"tlb": (6, 4)},
-    {"line": 8192, "size": 16384, "tlb": (4, 4)},   # line larger than a page
-    {"size": (lib.PL_SIM_MAX_LINES + 1) * 64, "ways": 1},
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"size": 1536},  # 12 lines in 2 ways: 6 sets
+        {"line": 48},  # not a power of two
+        {"ways": 0},
+        {"size": 1000},  # not whole lines
+        {"ways": 3, "policy": 3},  # PLRU needs power-of-two ways
+        {"policy": 7},
+        {"tlb": (6, 4)},
+        {"line": 8192, "size": 16384, "tlb": (4, 4)},  # line larger than a page
+        {"size": (lib.PL_SIM_MAX_LINES + 1) * 64, "ways": 1},
+    ],
+)
 def test_c_rejects_impossible_configurations(kw):
     """pl_sim_config_check and pl_sim_create refuse what the model cannot run."""
     c = _config(**kw)
@@ -127,9 +142,16 @@ def test_c_outcomes_report_hits_and_evictions():
     addr = np.array([0, 8, 128, 256], dtype=np.uint64)
     ops = np.array([0, 1, 0, 2], dtype=np.uint8)
     res = np.zeros(4, dtype=np.uint8)
-    lib.pl_sim_access_outcomes(s, ffi.from_buffer("uint64_t[]", addr),
-                               ffi.from_buffer("uint8_t[]", ops), ffi.NULL, 4, 0, 1,
-                               ffi.from_buffer("uint8_t[]", res))
+    lib.pl_sim_access_outcomes(
+        s,
+        ffi.from_buffer("uint64_t[]", addr),
+        ffi.from_buffer("uint8_t[]", ops),
+        ffi.NULL,
+        4,
+        0,
+        1,
+        ffi.from_buffer("uint8_t[]", res),
+    )
     hit, ev = lib.PL_SIM_HIT, lib.PL_SIM_EVICT
     assert res.tolist() == [0, hit, ev, ev | hit << 2]
 
@@ -145,10 +167,16 @@ def test_cpuid_decodes_amd_leaves():
     are 8 and 6 ways), for 4 KiB (EBX) and 2 MiB (EAX) pages."""
     r5 = [0xFF48FF40, 0xFF48FF40, 0x20080140, 0x20080140]
     r6 = [0x5C002200, 0x6C004200, 0x04006140, 0x0A009140]
-    assert _tlbs(lib.pl_cpuid_decode_amd, 4096, r5, r6) == \
-        (3, (72, 72, 0x80000005), (3072, 8, 0x80000006))
-    assert _tlbs(lib.pl_cpuid_decode_amd, 2 << 20, r5, r6) == \
-        (3, (72, 72, 0x80000005), (3072, 6, 0x80000006))
+    assert _tlbs(lib.pl_cpuid_decode_amd, 4096, r5, r6) == (
+        3,
+        (72, 72, 0x80000005),
+        (3072, 8, 0x80000006),
+    )
+    assert _tlbs(lib.pl_cpuid_decode_amd, 2 << 20, r5, r6) == (
+        3,
+        (72, 72, 0x80000005),
+        (3072, 6, 0x80000006),
+    )
     assert _tlbs(lib.pl_cpuid_decode_amd, 8192, r5, r6)[0] == -errno.EINVAL
 
 
@@ -159,16 +187,20 @@ def _intel_subleaf(kind, level, pages, ways, sets, full=False):
 def test_cpuid_decodes_intel_leaf_0x18():
     """Intel leaf 0x18: a 4-way 64-entry 4K DTLB, a 32-entry 2M DTLB, a 12-way 1536-entry
     unified STLB for both; instruction TLBs are ignored."""
-    sub = [_intel_subleaf(2, 1, 1, 8, 16),        # instruction TLB
-           _intel_subleaf(1, 1, 1, 4, 16),        # data, 4K
-           _intel_subleaf(1, 1, 2, 4, 8),         # data, 2M
-           _intel_subleaf(3, 2, 3, 12, 128)]      # unified STLB, 4K + 2M
+    sub = [
+        _intel_subleaf(2, 1, 1, 8, 16),  # instruction TLB
+        _intel_subleaf(1, 1, 1, 4, 16),  # data, 4K
+        _intel_subleaf(1, 1, 2, 4, 8),  # data, 2M
+        _intel_subleaf(3, 2, 3, 12, 128),
+    ]  # unified STLB, 4K + 2M
     sub[0][0] = 3  # subleaf 0 EAX: highest subleaf
     regs = [r for s in sub for r in s]
-    assert _tlbs(lib.pl_cpuid_decode_intel, 4096, regs, 4) == \
-        (3, (64, 4, 0x18), (1536, 12, 0x18))
-    assert _tlbs(lib.pl_cpuid_decode_intel, 2 << 20, regs, 4) == \
-        (3, (32, 4, 0x18), (1536, 12, 0x18))
+    assert _tlbs(lib.pl_cpuid_decode_intel, 4096, regs, 4) == (3, (64, 4, 0x18), (1536, 12, 0x18))
+    assert _tlbs(lib.pl_cpuid_decode_intel, 2 << 20, regs, 4) == (
+        3,
+        (32, 4, 0x18),
+        (1536, 12, 0x18),
+    )
 
 
 def test_cpuid_intel_hybrid_uses_the_load_only_dtlb_and_full_associativity():

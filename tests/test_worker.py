@@ -39,8 +39,9 @@ def test_timeout_stops_the_worker():
     seen = []
     t0 = time.monotonic()
     with pytest.raises(pagelab.WorkerTimeout, match="did not finish within 1 s"):
-        call(SELFTEST, {"mode": "hold", "seconds": 60, "mib": 1}, timeout=1,
-             on_progress=seen.append)
+        call(
+            SELFTEST, {"mode": "hold", "seconds": 60, "mib": 1}, timeout=1, on_progress=seen.append
+        )
     assert time.monotonic() - t0 < 10
     assert gone(int(seen[0].rsplit(" ", 1)[1]))
 
@@ -89,8 +90,10 @@ def test_ctrl_c_stops_the_worker_and_frees_its_memory():
     out, _ = caller.communicate(timeout=20)
     assert time.monotonic() - t0 < 5
     assert caller.returncode == 0
-    assert out.strip() == (f"Interrupted: stopped the pagelab._worker:selftest worker "
-                           f"(pid {worker}); its memory is freed")
+    assert out.strip() == (
+        f"Interrupted: stopped the pagelab._worker:selftest worker "
+        f"(pid {worker}); its memory is freed"
+    )
     assert gone(worker)
 
 
@@ -124,9 +127,11 @@ def test_interrupting_a_jupyter_kernel_keeps_it_alive():
     jupyter_client = pytest.importorskip("jupyter_client")
     km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3")
     try:
-        msg_id = kc.execute("from pagelab._worker import call\n"
-                   "call('pagelab._worker:selftest', {'mode': 'hold', 'mib': 128, 'seconds': 120},"
-                   " on_progress=print)")
+        msg_id = kc.execute(
+            "from pagelab._worker import call\n"
+            "call('pagelab._worker:selftest', {'mode': 'hold', 'mib': 128, 'seconds': 120},"
+            " on_progress=print)"
+        )
         worker = None
         deadline = time.monotonic() + 60
         while worker is None and time.monotonic() < deadline:

@@ -64,8 +64,16 @@ struct pl_sim_stats {
     struct pl_sim_counts level[...];
     struct pl_sim_counts tlb[...];
 };
-struct timespec { long tv_sec; long tv_nsec; ...; };
-struct timeval { long tv_sec; long tv_usec; ...; };
+struct timespec {
+    long tv_sec;
+    long tv_nsec;
+    ...;
+};
+struct timeval {
+    long tv_sec;
+    long tv_usec;
+    ...;
+};
 struct rusage {
     struct timeval ru_utime;
     struct timeval ru_stime;
@@ -131,8 +139,7 @@ int pl_sampler_finish(struct pl_sampler *s, struct pl_fault_profile *p);
 void pl_sampler_close(struct pl_sampler *s);
 void pl_fault_profile_merge(struct pl_fault_profile *dst, const struct pl_fault_profile *src);
 void pl_fault_profile_sort(struct pl_fault_profile *p);
-int pl_fault_site_name(uint64_t ip, char *where, size_t where_cap, char *module,
-                       size_t module_cap);
+int pl_fault_site_name(uint64_t ip, char *where, size_t where_cap, char *module, size_t module_cap);
 
 /* pl_spawn.h */
 pid_t pl_spawn_gated(const char *path, char *const argv[], int *gate, int *exec_status,
@@ -245,7 +252,9 @@ struct pl_sim_config {
     uint64_t seed;
     int classify;
 };
-struct pl_sim { ...; };
+struct pl_sim {
+    ...;
+};
 int pl_sim_config_check(const struct pl_sim_config *cfg);
 int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out);
 void pl_sim_destroy(struct pl_sim *sim);

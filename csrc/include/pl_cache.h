@@ -16,20 +16,20 @@
 #define PL_NO_LINE UINT64_MAX
 
 struct pl_cache {
-    unsigned shift;    /* log2 bytes per line (per page for a TLB) */
+    unsigned shift; /* log2 bytes per line (per page for a TLB) */
     uint32_t ways;
     uint64_t set_mask; /* sets - 1 */
     int policy;        /* PL_POLICY_* */
     /* Per set, ways slots starting at set * ways; slots [0, fill[set]) are valid (the model
      * never invalidates a line, so the valid slots stay a prefix). */
     uint64_t *tag;
-    uint64_t *stamp;   /* LRU: time of last use; FIFO: time of fill */
+    uint64_t *stamp; /* LRU: time of last use; FIFO: time of fill */
     uint8_t *dirty;
     uint32_t *fill;
-    uint64_t *plru;    /* PLRU: tree bits per set; bit n set = the victim is right of node n */
+    uint64_t *plru;      /* PLRU: tree bits per set; bit n set = the victim is right of node n */
     unsigned plru_depth; /* log2 ways */
-    uint64_t clock;    /* stamps: one tick per access that changes one */
-    uint64_t seed, rng; /* RANDOM: xorshift64* state, rewound to seed on reset */
+    uint64_t clock;      /* stamps: one tick per access that changes one */
+    uint64_t seed, rng;  /* RANDOM: xorshift64* state, rewound to seed on reset */
     /* The most recently accessed line and its slot. Accessing it again changes no replacement
      * state under any policy (nor the classification shadow, where it is the head), so that
      * hit needs no lookup. mru_valid is 0 after a reset. */
@@ -40,7 +40,7 @@ struct pl_cache {
      * numbers are its node numbers. NULL otherwise. */
     struct pl_classifier *fa;
     struct pl_classifier *cls; /* NULL without classification */
-    int err;           /* -ENOMEM once classification could not grow */
+    int err;                   /* -ENOMEM once classification could not grow */
     struct pl_sim_counts n;
 };
 
@@ -50,8 +50,7 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
 void pl_cache_free(struct pl_cache *c);
 void pl_cache_reset(struct pl_cache *c);
 /* The miss path of pl_cache_access (and its careful path for line == PL_NO_LINE). */
-int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
-                  int shadow_hit);
+int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty, int shadow_hit);
 /* pl_cache_access for a cache with an fa list. */
 int pl_cache_fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
                        int shadow_hit);

@@ -15,23 +15,23 @@
 #define PL_USE_RDPMC 8u      /* mmap each event so reads may use user-space rdpmc */
 
 struct pl_group {
-    int n;                         /* events requested */
-    unsigned flags;                /* as given to pl_group_open */
-    uint32_t type[PL_MAX_EVENTS];  /* the request, kept so pl_group_open_like can repeat it */
+    int n;                        /* events requested */
+    unsigned flags;               /* as given to pl_group_open */
+    uint32_t type[PL_MAX_EVENTS]; /* the request, kept so pl_group_open_like can repeat it */
     uint64_t config[PL_MAX_EVENTS];
-    int leader;                    /* index of the group leader, -1 if nothing opened */
-    int fd[PL_MAX_EVENTS];         /* -1 where the event failed to open */
-    int err[PL_MAX_EVENTS];        /* errno of the failed open, 0 if opened */
+    int leader;                         /* index of the group leader, -1 if nothing opened */
+    int fd[PL_MAX_EVENTS];              /* -1 where the event failed to open */
+    int err[PL_MAX_EVENTS];             /* errno of the failed open, 0 if opened */
     int kernel_excluded[PL_MAX_EVENTS]; /* opened only after retrying with exclude_kernel=1 */
-    uint64_t id[PL_MAX_EVENTS];    /* kernel event ids, to match PERF_FORMAT_ID records */
-    void *page[PL_MAX_EVENTS];     /* perf_event_mmap_page, or NULL without PL_USE_RDPMC */
+    uint64_t id[PL_MAX_EVENTS];         /* kernel event ids, to match PERF_FORMAT_ID records */
+    void *page[PL_MAX_EVENTS];          /* perf_event_mmap_page, or NULL without PL_USE_RDPMC */
 };
 
 struct pl_counts {
-    uint64_t time_enabled; /* ns the group was enabled */
-    uint64_t time_running; /* ns it was on the PMU; less than enabled when multiplexed */
+    uint64_t time_enabled;         /* ns the group was enabled */
+    uint64_t time_running;         /* ns it was on the PMU; less than enabled when multiplexed */
     uint64_t value[PL_MAX_EVENTS]; /* raw (unscaled) counts, by request index; 0 if not open */
-    int via_rdpmc;         /* 1 if read from user space without a syscall */
+    int via_rdpmc;                 /* 1 if read from user space without a syscall */
 };
 
 /* Open n events as one group on pid (0 = calling thread, -1 not allowed). Events that fail keep

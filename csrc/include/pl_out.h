@@ -8,9 +8,9 @@
 
 #define PL_LABEL_MAX 48
 #define PL_NAME_MAX 32
-#define PL_OUT_MAX_REGIONS 64   /* a region per variant and repetition is plenty */
-#define PL_OUT_MAX_VALUES 1024  /* e.g. per-thread and per-size series */
-#define PL_OUT_TEXT_MAX 65536   /* a /proc/PID/maps of a small process fits easily */
+#define PL_OUT_MAX_REGIONS 64  /* a region per variant and repetition is plenty */
+#define PL_OUT_MAX_VALUES 1024 /* e.g. per-thread and per-size series */
+#define PL_OUT_TEXT_MAX 65536  /* a /proc/PID/maps of a small process fits easily */
 #define PL_OUT_NOTE_MAX 256
 
 struct pl_out_region {

@@ -13,9 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PL_FAULT_SITES 64   /* code locations kept; a fault storm has a handful */
-#define PL_FAULT_PAGES 8192 /* slots of the distinct-page set (a power of two), filled to 3/4 */
-#define PL_SAMPLE_BYTES 32  /* one sample record: header, ip, pid/tid, addr */
+#define PL_FAULT_SITES 64       /* code locations kept; a fault storm has a handful */
+#define PL_FAULT_PAGES 8192     /* slots of the distinct-page set (a power of two), filled to 3/4 */
+#define PL_SAMPLE_BYTES 32      /* one sample record: header, ip, pid/tid, addr */
 #define PL_RING_MAX (64u << 20) /* larger rings would exceed any locked-memory limit */
 
 struct pl_fault_site {
@@ -24,14 +24,14 @@ struct pl_fault_site {
 };
 
 struct pl_fault_profile {
-    uint64_t samples;  /* sample records read */
-    uint64_t lost;     /* samples the kernel dropped on a full ring (PERF_RECORD_LOST) */
-    uint64_t counted;  /* the event's own count; counted - samples were never delivered */
-    uint64_t unsited;  /* samples at code locations beyond PL_FAULT_SITES */
-    uint64_t foreign;  /* samples whose TID was not the sampler's thread: should be 0 */
-    uint64_t kernel;   /* samples at kernel addresses (faults taken in kernel mode) */
-    uint64_t pages;    /* distinct data pages that faulted */
-    int pages_full;    /* the page set filled up: pages is a lower bound */
+    uint64_t samples;    /* sample records read */
+    uint64_t lost;       /* samples the kernel dropped on a full ring (PERF_RECORD_LOST) */
+    uint64_t counted;    /* the event's own count; counted - samples were never delivered */
+    uint64_t unsited;    /* samples at code locations beyond PL_FAULT_SITES */
+    uint64_t foreign;    /* samples whose TID was not the sampler's thread: should be 0 */
+    uint64_t kernel;     /* samples at kernel addresses (faults taken in kernel mode) */
+    uint64_t pages;      /* distinct data pages that faulted */
+    int pages_full;      /* the page set filled up: pages is a lower bound */
     int kernel_excluded; /* some sampler had to exclude the kernel (perf_event_paranoid) */
     int nsites;
     struct pl_fault_site site[PL_FAULT_SITES];
@@ -43,9 +43,9 @@ struct pl_sampler {
     int kernel_excluded; /* opened with exclude_kernel=1 after an EACCES/EPERM */
     int tid;             /* the thread it samples */
     long page_size;
-    void *ring;          /* perf_event_mmap_page followed by data_size bytes of data */
-    size_t data_size;    /* a power of two number of pages */
-    const char *failed;  /* after a failed open: "perf_event_open" or "mmap" */
+    void *ring;         /* perf_event_mmap_page followed by data_size bytes of data */
+    size_t data_size;   /* a power of two number of pages */
+    const char *failed; /* after a failed open: "perf_event_open" or "mmap" */
 };
 
 /* Open a disabled page-fault sampler on the calling thread with a ring of at least ring_bytes
@@ -65,7 +65,6 @@ void pl_fault_profile_sort(struct pl_fault_profile *p); /* sites by samples, mos
 /* Name a code address of this process: "symbol+0xoff" when dladdr finds an exported symbol
  * containing it, else "module+0xoff"; module gets the object's file name. Returns 1 when a
  * symbol was found, 0 otherwise. */
-int pl_fault_site_name(uint64_t ip, char *where, size_t where_cap, char *module,
-                       size_t module_cap);
+int pl_fault_site_name(uint64_t ip, char *where, size_t where_cap, char *module, size_t module_cap);
 
 #endif

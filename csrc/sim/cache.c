@@ -158,8 +158,7 @@ static void classify_miss(struct pl_cache *c, uint64_t line, int shadow_hit)
         c->n.compulsory++;
 }
 
-int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
-                  int shadow_hit)
+int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty, int shadow_hit)
 {
     uint64_t set = line & c->set_mask, base = set * c->ways;
     uint32_t fill = c->fill[set];

@@ -21,8 +21,8 @@
  * ways, 0 for "disabled" and reserved codes, UINT32_MAX for fully associative. */
 static uint32_t amd_l2_ways(uint32_t code)
 {
-    static const uint32_t ways[16] = {0, 1, 2, 3, 4, 6, 8, 0, 16, 0, 32, 48, 64, 96, 128,
-                                      UINT32_MAX};
+    static const uint32_t ways[16] = {0,  1, 2,  3,  4,  6,  8,   0,
+                                      16, 0, 32, 48, 64, 96, 128, UINT32_MAX};
     return ways[code & 0xf];
 }
 

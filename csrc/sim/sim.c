@@ -96,9 +96,8 @@ int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out)
     k->page_shift = cfg->ntlbs ? log2_of(cfg->page_size) : 0;
     for (int i = 0; i < cfg->nlevels && !rc; i++) {
         const struct pl_cache_geom *g = &cfg->level[i];
-        rc = pl_cache_init(&k->level[i], g->size / g->line, g->ways, log2_of(g->line),
-                           cfg->policy, cfg->seed + (uint64_t)i * LEVEL_SEED_STEP,
-                           cfg->classify != 0);
+        rc = pl_cache_init(&k->level[i], g->size / g->line, g->ways, log2_of(g->line), cfg->policy,
+                           cfg->seed + (uint64_t)i * LEVEL_SEED_STEP, cfg->classify != 0);
     }
     for (int i = 0; i < cfg->ntlbs && !rc; i++)
         rc = pl_cache_init(&k->tlb[i], cfg->tlb[i].entries, cfg->tlb[i].ways, k->page_shift,

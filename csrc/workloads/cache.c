@@ -20,8 +20,15 @@
 #define CACHE_LINE 64    /* the seed's CACHE_LINE_SIZE: the line of x86-64 and most arm64 cores */
 #define CACHE_PAGE 4096u /* base page: prefaulting touches each one once */
 
-enum { CACHE_P_SIZE_MB, CACHE_P_SETS, CACHE_P_LINES, CACHE_P_PASSES, CACHE_P_WRITE_EVERY,
-       CACHE_P_SEED, CACHE_NPARAMS };
+enum {
+    CACHE_P_SIZE_MB,
+    CACHE_P_SETS,
+    CACHE_P_LINES,
+    CACHE_P_PASSES,
+    CACHE_P_WRITE_EVERY,
+    CACHE_P_SEED,
+    CACHE_NPARAMS
+};
 
 /* What one variant walks; filled from the parameters. */
 struct cache_plan {
@@ -76,8 +83,10 @@ int PL_NAME(pl_cache_run)(struct pl_ctx *c)
 {
     size_t len = (size_t)c->param[CACHE_P_SIZE_MB] << 20;
     struct cache_plan w = {
-        .nlines = len / CACHE_LINE, .sets = c->param[CACHE_P_SETS],
-        .lines = c->param[CACHE_P_LINES], .passes = c->param[CACHE_P_PASSES],
+        .nlines = len / CACHE_LINE,
+        .sets = c->param[CACHE_P_SETS],
+        .lines = c->param[CACHE_P_LINES],
+        .passes = c->param[CACHE_P_PASSES],
         .write_every = c->param[CACHE_P_WRITE_EVERY],
     };
     if ((size_t)w.lines > w.nlines)
@@ -114,14 +123,15 @@ static const struct pl_param cache_params[CACHE_NPARAMS] = {
     {"lines", 512, 1, 1 << 20, "lines", NULL,
      "cache lines (64 bytes) per working set; the seed's 512 are 32 KiB, an L1D's worth"},
     {"passes", 16, 1, 1 << 16, "passes", NULL, "walks over each working set before moving on"},
-    {"write_every", 8, 1, 1 << 20, "lines", NULL, "one line in this many is written, the rest "
+    {"write_every", 8, 1, 1 << 20, "lines", NULL,
+     "one line in this many is written, the rest "
      "read"},
     {"seed", 1, 1, INT64_MAX, "", NULL, "seed of the xorshift generator for random bases"},
 };
 
 const struct pl_workload pl_wl_cache = {
-    "cache", "do_mem_access: 512-line working sets at sequential vs random bases",
-    cache_params, CACHE_NPARAMS, pl_cache_run,
-    pl_cache_run_sim, /* built by sim_variants.c */
+    "cache",      "do_mem_access: 512-line working sets at sequential vs random bases",
+    cache_params, CACHE_NPARAMS,
+    pl_cache_run, pl_cache_run_sim, /* built by sim_variants.c */
 };
 #endif

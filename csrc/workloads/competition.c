@@ -38,9 +38,10 @@
 #define MADV_PAGEOUT 21 /* Linux 5.4; older headers lack the name, older kernels say EINVAL */
 #endif
 
-#define WRITE_CHUNK (1u << 20) /* the file is written in 1 MiB writes: few syscalls, small buffer */
-#define SLICES 20              /* time slices per competition phase: the per-cycle timeline */
-#define STOP_CHECK_PAGES 4096  /* the competitor looks for "stop" every 16 MiB it touches */
+/* The file is written in 1 MiB writes: few syscalls, small buffer. */
+#define WRITE_CHUNK (1u << 20)
+#define SLICES 20             /* time slices per competition phase: the per-cycle timeline */
+#define STOP_CHECK_PAGES 4096 /* the competitor looks for "stop" every 16 MiB it touches */
 
 enum { P_SIZE_MB, P_COMPETITOR_MB, P_SECONDS, P_EVICT, P_READAHEAD, NPARAMS };
 enum { EVICT_PAGEOUT, EVICT_FADVISE };
@@ -155,16 +156,17 @@ static int open_scratch(struct pl_ctx *c, struct victim *v)
         v->fd = fd;
         pl_out_printf(c->out, "file_how=%s\n", named ? "unlinked" : "O_TMPFILE");
         char dir[PATH_MAX];
-        pl_out_printf(c->out, "file_dir=%s\nfile_fs_type=0x%lx\nfile_block_backed=1\n", where(dirs[i], dir),
-            (long)sf.f_type);
+        pl_out_printf(c->out, "file_dir=%s\nfile_fs_type=0x%lx\nfile_block_backed=1\n",
+                      where(dirs[i], dir), (long)sf.f_type);
         return 0;
     }
     if (fallback < 0)
-        return pl_out_fail(c->out, -err, "cannot create a scratch file in TMPDIR, /var/tmp, "
-                                         "/tmp or the current directory");
+        return pl_out_fail(c->out, -err,
+                           "cannot create a scratch file in TMPDIR, /var/tmp, "
+                           "/tmp or the current directory");
     v->fd = fallback;
     pl_out_printf(c->out, "file_dir=%s\nfile_fs_type=0x%lx\nfile_block_backed=0\n", fallback_dir,
-        fallback_type);
+                  fallback_type);
     return 0;
 }
 
@@ -385,8 +387,8 @@ static void competitor(int cmd, int rep, size_t len, size_t page, pid_t parent)
 {
     struct report r = {0};
     char go;
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent || read(cmd, &go, 1) != 1
-        || go != 'g')
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent || read(cmd, &go, 1) != 1 ||
+        go != 'g')
         _exit(0); /* the parent is gone, or stopped us before the start */
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -488,7 +490,8 @@ static int private_group(struct pl_ctx *c, struct pl_group *g, const struct pl_g
     if (rc < 0)
         return pl_out_fail(c->out, rc, "opening the victim's own counters failed");
     for (int i = 0; i < src->n; i++) {
-        if ((g->fd[i] >= 0) != (src->fd[i] >= 0) || g->kernel_excluded[i] != src->kernel_excluded[i]) {
+        if ((g->fd[i] >= 0) != (src->fd[i] >= 0) ||
+            g->kernel_excluded[i] != src->kernel_excluded[i]) {
             pl_group_close(g);
             return pl_out_fail(c->out, -EIO, "the victim's own counters differ from the worker's");
         }
@@ -597,9 +600,9 @@ static int competition_part(struct pl_ctx *c, struct victim *v)
         rc = pl_out_fail(c->out, stopped, "the competitor did not report back");
     if (!rc) {
         pl_out_value(c->out, "competitor", "alloc_s", ready.alloc_s, "s", "clock");
-        pl_out_value(c->out, "competitor", "passes", (double)final.passes, "", "clock");
-        pl_out_value(c->out, "competitor", "minflt", (double)final.minflt, "", "rusage");
-        pl_out_value(c->out, "competitor", "majflt", (double)final.majflt, "", "rusage");
+        pl_out_value(c->out, "competitor", "passes", (double) final.passes, "", "clock");
+        pl_out_value(c->out, "competitor", "minflt", (double) final.minflt, "", "rusage");
+        pl_out_value(c->out, "competitor", "majflt", (double) final.majflt, "", "rusage");
     }
     if (g)
         pl_group_close(&own);
@@ -610,8 +613,10 @@ static int competition_part(struct pl_ctx *c, struct victim *v)
 static int run(struct pl_ctx *c)
 {
     long page = sysconf(_SC_PAGESIZE);
-    struct victim v = {.fd = -1, .len = (size_t)c->param[P_SIZE_MB] << 20,
-                       .page = (size_t)page, .readahead = (int)c->param[P_READAHEAD]};
+    struct victim v = {.fd = -1,
+                       .len = (size_t)c->param[P_SIZE_MB] << 20,
+                       .page = (size_t)page,
+                       .readahead = (int)c->param[P_READAHEAD]};
     v.pages = v.len / v.page;
     pl_out_printf(c->out, "page_size=%ld\n", page);
     v.vec = malloc(v.pages);
@@ -641,5 +646,8 @@ static int run(struct pl_ctx *c)
 const struct pl_workload pl_wl_competition = {
     "competition",
     "a victim's file and anonymous pages: evicted on purpose, then contested by a competitor",
-    params, NPARAMS, run, NULL,
+    params,
+    NPARAMS,
+    run,
+    NULL,
 };

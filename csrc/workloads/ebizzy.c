@@ -61,7 +61,7 @@ struct ebizzy { /* read-only while threads run */
     size_t ring_bytes;
 };
 
-struct slot { /* one per thread, kept across rounds */
+struct slot {                            /* one per thread, kept across rounds */
     _Alignas(64) const struct ebizzy *e; /* a cache line each: threads write their own slot */
     uint64_t rng;
     uint64_t found; /* search hits: keeps the searches alive */
@@ -243,11 +243,16 @@ static void report_profile(struct pl_ctx *c, struct slot *slots, int n, size_t r
         const char *name;
         double value;
     } v[] = {
-        {"threads_sampled", sampled},       {"ring_bytes", (double)ring_bytes},
-        {"samples", (double)all->samples},  {"lost", (double)all->lost},
-        {"counted", (double)all->counted},  {"unsited", (double)all->unsited},
-        {"foreign", (double)all->foreign},  {"kernel", (double)all->kernel},
-        {"pages", (double)all->pages},      {"pages_full", all->pages_full},
+        {"threads_sampled", sampled},
+        {"ring_bytes", (double)ring_bytes},
+        {"samples", (double)all->samples},
+        {"lost", (double)all->lost},
+        {"counted", (double)all->counted},
+        {"unsited", (double)all->unsited},
+        {"foreign", (double)all->foreign},
+        {"kernel", (double)all->kernel},
+        {"pages", (double)all->pages},
+        {"pages_full", all->pages_full},
         {"kernel_excluded", all->kernel_excluded},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
@@ -312,8 +317,7 @@ static int malloc_settings(struct pl_ctx *c, int mode)
 
 static uint64_t *make_source(size_t nchunks, size_t len)
 {
-    void *p = mmap(NULL, nchunks * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+    void *p = mmap(NULL, nchunks * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
     uint64_t *w = p;
@@ -373,5 +377,6 @@ static int run(struct pl_ctx *c)
 
 const struct pl_workload pl_wl_ebizzy = {
     "ebizzy", "threads allocate, copy into, search and free short-lived buffers: a fault storm",
-    params, NPARAMS, run, NULL,
+    params,   NPARAMS,
+    run,      NULL,
 };

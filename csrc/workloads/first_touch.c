@@ -10,8 +10,8 @@
 
 #include "pl_workloads.h"
 
-#define PAGE 4096u            /* base page: the unit a first-touch fault maps */
-#define HUGE_PAGE (2u << 20)  /* an x86-64/arm64 PMD: what one THP fault maps */
+#define PAGE 4096u           /* base page: the unit a first-touch fault maps */
+#define HUGE_PAGE (2u << 20) /* an x86-64/arm64 PMD: what one THP fault maps */
 #define MAX_THREADS 64
 
 enum { P_SIZE_MB, P_THREADS, P_ROUNDS, NPARAMS };
@@ -24,8 +24,8 @@ static const struct pl_param params[NPARAMS] = {
 
 static char *map(size_t len, int extra_flags)
 {
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | extra_flags,
-                   -1, 0);
+    void *p =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | extra_flags, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -217,5 +217,6 @@ static int run(struct pl_ctx *c)
 
 const struct pl_workload pl_wl_first_touch = {
     "first-touch", "first writes to fresh anonymous memory: faults, populate, huge pages, pools",
-    params, NPARAMS, run, NULL,
+    params,        NPARAMS,
+    run,           NULL,
 };

@@ -21,13 +21,21 @@
 #include "pl_access.h"
 #include "pl_workloads.h"
 
-#define LAT_LINE 64                 /* one node per cache line: x86-64 and most arm64 cores */
-#define LAT_HUGE_PAGE (2u << 20)    /* a PMD: the unit of a transparent huge page */
-#define LAT_PAGE 4096u              /* base page: prefaulting touches each one once */
+#define LAT_LINE 64                      /* one node per cache line: x86-64 and most arm64 cores */
+#define LAT_HUGE_PAGE (2u << 20)         /* a PMD: the unit of a transparent huge page */
+#define LAT_PAGE 4096u                   /* base page: prefaulting touches each one once */
 #define LAT_MAX_SIZES PL_OUT_MAX_REGIONS /* one region per working-set size */
 
-enum { LAT_P_MIN_KB, LAT_P_MAX_KB, LAT_P_PPO, LAT_P_LOADS, LAT_P_REPEATS, LAT_P_PAGES,
-       LAT_P_SEED, LAT_NPARAMS };
+enum {
+    LAT_P_MIN_KB,
+    LAT_P_MAX_KB,
+    LAT_P_PPO,
+    LAT_P_LOADS,
+    LAT_P_REPEATS,
+    LAT_P_PAGES,
+    LAT_P_SEED,
+    LAT_NPARAMS
+};
 enum { LAT_PAGES_HUGE, LAT_PAGES_SMALL };
 
 /* While building, a node holds the index of its successor; then the pointer to it. */
@@ -135,7 +143,8 @@ static int lat_size(struct pl_ctx *c, union lat_node *nodes, int64_t kb, uint64_
     if (bad)
         return pl_out_fail(c->out, -EINVAL,
                            "the pointer chase over %lld KiB is not one cycle through all %zu nodes "
-                           "(it went wrong at load %zu)", (long long)kb, n, bad);
+                           "(it went wrong at load %zu)",
+                           (long long)kb, n, bad);
     char label[PL_LABEL_MAX];
     snprintf(label, sizeof label, "%lld KiB", (long long)kb);
     union lat_node *p = nodes;
@@ -163,11 +172,13 @@ static int lat_size(struct pl_ctx *c, union lat_node *nodes, int64_t kb, uint64_
 int PL_NAME(pl_latency_run)(struct pl_ctx *c)
 {
     int64_t kbs[LAT_MAX_SIZES];
-    int nsizes = lat_sizes(c->param[LAT_P_MIN_KB], c->param[LAT_P_MAX_KB], c->param[LAT_P_PPO],
-                           kbs, LAT_MAX_SIZES);
+    int nsizes = lat_sizes(c->param[LAT_P_MIN_KB], c->param[LAT_P_MAX_KB], c->param[LAT_P_PPO], kbs,
+                           LAT_MAX_SIZES);
     if (nsizes <= 0)
-        return pl_out_fail(c->out, -EINVAL, "between 1 and %d working-set sizes are possible, "
-                           "not %s", LAT_MAX_SIZES, nsizes ? "more" : "none");
+        return pl_out_fail(c->out, -EINVAL,
+                           "between 1 and %d working-set sizes are possible, "
+                           "not %s",
+                           LAT_MAX_SIZES, nsizes ? "more" : "none");
     int huge = c->param[LAT_P_PAGES] == LAT_PAGES_HUGE;
     size_t len = (size_t)kbs[nsizes - 1] * 1024;
     if (huge) /* whole huge pages: even a sweep smaller than one gets the same page size */
@@ -213,14 +224,15 @@ static const struct pl_param lat_params[LAT_NPARAMS] = {
     {"points_per_octave", 4, 1, 16, "points", NULL, "working-set sizes per doubling"},
     {"loads", 1 << 16, 1000, 1 << 30, "loads", NULL, "dependent loads timed per repetition"},
     {"repeats", 10, 1, 100, "repeats", NULL, "timed chases per size; the fastest is kept"},
-    {"pages", LAT_PAGES_HUGE, 0, 1, "", "huge,small", "huge pages take TLB misses out of the "
+    {"pages", LAT_PAGES_HUGE, 0, 1, "", "huge,small",
+     "huge pages take TLB misses out of the "
      "picture; small (4 KiB) pages add knees at the TLB's reach"},
     {"seed", 1, 1, INT64_MAX, "", NULL, "seed of the xorshift generator that shuffles the chain"},
 };
 
 const struct pl_workload pl_wl_latency = {
-    "latency", "pointer chase over working sets from 4 KiB to beyond the last-level cache",
-    lat_params, LAT_NPARAMS, pl_latency_run,
-    pl_latency_run_sim, /* built by sim_variants.c */
+    "latency",      "pointer chase over working sets from 4 KiB to beyond the last-level cache",
+    lat_params,     LAT_NPARAMS,
+    pl_latency_run, pl_latency_run_sim, /* built by sim_variants.c */
 };
 #endif

@@ -17,8 +17,8 @@
 
 #include "pl_workloads.h"
 
-#define SMALL_BLOCK 4096u       /* far below glibc's 128 KiB mmap threshold: comes from [heap] */
-#define LARGE_BLOCK (1u << 20)  /* above that threshold: malloc gives it a mapping of its own */
+#define SMALL_BLOCK 4096u      /* far below glibc's 128 KiB mmap threshold: comes from [heap] */
+#define LARGE_BLOCK (1u << 20) /* above that threshold: malloc gives it a mapping of its own */
 #define MAX_THREADS 16
 /* room kept after the maps copy for the trailer: the exe path (up to PATH_MAX) and a few
  * dozen short object lines */
@@ -204,8 +204,8 @@ static int run(struct pl_ctx *c)
     if (getauxval(AT_SYSINFO_EHDR))
         pl_out_printf(o, "object %lx vdso\n", getauxval(AT_SYSINFO_EHDR));
     for (int i = 0; i < started; i++)
-        pl_out_printf(o, "object %lx thread %d stack variable\n",
-                (unsigned long)h[i].stack_var, i + 1);
+        pl_out_printf(o, "object %lx thread %d stack variable\n", (unsigned long)h[i].stack_var,
+                      i + 1);
     pl_out_printf(o, "exe %s\n", exe);
     /* 0xffffffff queries without changing; ADDR_NO_RANDOMIZE here means `setarch -R` */
     pl_out_printf(o, "personality %x\n", (unsigned)personality(0xffffffff));
@@ -216,5 +216,6 @@ static int run(struct pl_ctx *c)
 
 const struct pl_workload pl_wl_maps = {
     "maps", "the memory map of a fresh process: heap, stacks, mappings, libraries, vdso",
-    params, NPARAMS, run, NULL,
+    params, NPARAMS,
+    run,    NULL,
 };

@@ -18,8 +18,8 @@
 
 #include "pl_workloads.h"
 
-#define PAGE 4096u              /* base page: the unit a fault maps and a write dirties */
-#define FILL_CHUNK (1u << 20)   /* the file is written in 1 MiB pwrite()s */
+#define PAGE 4096u            /* base page: the unit a fault maps and a write dirties */
+#define FILL_CHUNK (1u << 20) /* the file is written in 1 MiB pwrite()s */
 
 enum { P_SIZE_MB, P_STRIDE, NPARAMS };
 
@@ -102,10 +102,11 @@ static void write_pass(volatile char *p, size_t len, size_t stride)
         p[off] = (char)(off / PAGE); /* one store dirties the whole page (or folio) */
 }
 
-static int variant(struct pl_ctx *c, enum mode m, int populate, int fd, size_t len,
-                   size_t stride)
+static int variant(struct pl_ctx *c, enum mode m, int populate, int fd, size_t len, size_t stride)
 {
-    char name[PL_LABEL_MAX], label[PL_LABEL_MAX];
+    /* a mode name and "+populate" fit in 24; sized so that every "name: step" label provably
+     * fits PL_LABEL_MAX (the compiler checks the snprintf calls below against it) */
+    char name[24], label[PL_LABEL_MAX];
     snprintf(name, sizeof name, "%s%s", mode_name[m], populate ? "+populate" : "");
     if (m != ANON) {
         long cached = drop_cache(fd, len);
@@ -115,8 +116,8 @@ static int variant(struct pl_ctx *c, enum mode m, int populate, int fd, size_t l
         snprintf(label, sizeof label, "%s: mmap", name);
         pl_out_value(c->out, label, "cached_before", (double)cached, "pages", "rusage");
     }
-    int flags = (m == SHARED ? MAP_SHARED : MAP_PRIVATE) | (m == ANON ? MAP_ANONYMOUS : 0)
-                | (populate ? MAP_POPULATE : 0);
+    int flags = (m == SHARED ? MAP_SHARED : MAP_PRIVATE) | (m == ANON ? MAP_ANONYMOUS : 0) |
+                (populate ? MAP_POPULATE : 0);
     struct pl_region r = {.group = c->group};
 
     PL_REGION_BEGIN(&r);
@@ -173,5 +174,6 @@ static int run(struct pl_ctx *c)
 
 const struct pl_workload pl_wl_mmap_modes = {
     "mmap-modes", "anonymous, private and shared file mappings, +/- MAP_POPULATE; msync",
-    params, NPARAMS, run, NULL,
+    params,       NPARAMS,
+    run,          NULL,
 };

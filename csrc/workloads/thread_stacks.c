@@ -587,6 +587,10 @@ static int run(struct pl_ctx *c)
 #endif
 
 const struct pl_workload pl_wl_thread_stacks = {
-    "thread-stacks", "MAP_32BIT until the window is full; thread stacks the 2003 way and today's",
-    params, NPARAMS, run, NULL,
+    "thread-stacks",
+    "MAP_32BIT until the window is full; thread stacks the 2003 way and today's",
+    params,
+    NPARAMS,
+    run,
+    NULL,
 };

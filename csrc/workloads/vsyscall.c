@@ -13,7 +13,8 @@
 
 /* time() in the fixed legacy page: ffffffffff600000 + 0x400 (gettimeofday is at +0) */
 #define VSYSCALL_TIME 0xffffffffff600400UL
-#define WARMUP_DIVISOR 10 /* a tenth of the calls, uncounted, to settle caches and the branch state */
+#define WARMUP_DIVISOR                                                                             \
+    10 /* a tenth of the calls, uncounted, to settle caches and the branch state */
 
 enum { P_CALLS, P_PROCESSES, NPARAMS };
 
@@ -90,5 +91,6 @@ static int run(struct pl_ctx *c)
 
 const struct pl_workload pl_wl_vsyscall = {
     "vsyscall", "time() via the vDSO, a real syscall, and the trapped legacy vsyscall page",
-    params, NPARAMS, run, NULL,
+    params,     NPARAMS,
+    run,        NULL,
 };

@@ -10,19 +10,60 @@ from ._events import DEFAULT_EVENTS, Event, event, events
 from ._maps import parse_maps
 from ._results import Claim, Measured, Result
 from ._run import experiment_names, parameters, run, run_all
-from ._sim import (CachelabResult, LevelStats, SimStats, Simulator, TLBStats, TraceInfo, cachelab,
-                   scan_trace)
+from ._sim import (
+    CachelabResult,
+    LevelStats,
+    SimStats,
+    Simulator,
+    TLBStats,
+    TraceInfo,
+    cachelab,
+    scan_trace,
+)
 from ._simconfig import CacheGeometry, SimConfig, TLBGeometry, default_config
 from ._stat import stat
-from ._worker import Interrupted, WorkerDied, WorkerError, WorkerTimeout
 from ._version import __version__
+from ._worker import Interrupted, WorkerDied, WorkerError, WorkerTimeout
 
 __all__ = [
-    "BadInput", "BudgetExceeded", "CacheGeometry", "CachelabResult", "Claim", "CounterGroup",
-    "CounterUnavailable", "DEFAULT_EVENTS", "Event", "Interrupted", "LevelStats", "Measured",
-    "Measurement", "PagelabError", "Reading", "Result", "SimConfig", "SimStats", "Simulator",
-    "TLBGeometry", "TLBStats", "TraceInfo", "UnknownEvent", "WorkerDied", "WorkerError",
-    "WorkerTimeout", "__version__", "cachelab", "default_config", "doctor", "event", "events",
-    "experiment_names", "measure", "parameters", "parse_maps", "run", "run_all", "scan_trace",
+    "DEFAULT_EVENTS",
+    "BadInput",
+    "BudgetExceeded",
+    "CacheGeometry",
+    "CachelabResult",
+    "Claim",
+    "CounterGroup",
+    "CounterUnavailable",
+    "Event",
+    "Interrupted",
+    "LevelStats",
+    "Measured",
+    "Measurement",
+    "PagelabError",
+    "Reading",
+    "Result",
+    "SimConfig",
+    "SimStats",
+    "Simulator",
+    "TLBGeometry",
+    "TLBStats",
+    "TraceInfo",
+    "UnknownEvent",
+    "WorkerDied",
+    "WorkerError",
+    "WorkerTimeout",
+    "__version__",
+    "cachelab",
+    "default_config",
+    "doctor",
+    "event",
+    "events",
+    "experiment_names",
+    "measure",
+    "parameters",
+    "parse_maps",
+    "run",
+    "run_all",
+    "scan_trace",
     "stat",
 ]

@@ -71,8 +71,13 @@ def _run(args):
             raise BadInput("run all takes no --set or --sim: it runs every default")
         results = runner.run_all()
         if args.json:
-            _print_json({"version": __version__, "environment": environment(),
-                         "results": [r.to_dict() for r in results]})
+            _print_json(
+                {
+                    "version": __version__,
+                    "environment": environment(),
+                    "results": [r.to_dict() for r in results],
+                }
+            )
         else:
             print("\n\n".join(str(r) for r in results))
         return 0
@@ -144,19 +149,29 @@ def _parser():
     d.add_argument("--json", action="store_true", help="one JSON document on stdout")
     d.set_defaults(func=_doctor)
 
-    s = sub.add_parser("stat", help="count events for a command, like perf stat",
-                       usage="pagelab stat [-e EVENT,...] [--json] -- CMD [ARG ...]")
+    s = sub.add_parser(
+        "stat",
+        help="count events for a command, like perf stat",
+        usage="pagelab stat [-e EVENT,...] [--json] -- CMD [ARG ...]",
+    )
     s.add_argument("-e", "--events", help="comma-separated events (default: a standard set)")
     s.add_argument("--json", action="store_true", help="one JSON document on stdout")
     s.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     s.set_defaults(func=_stat)
 
-    r = sub.add_parser("run", help="run an experiment (or all) in isolated workers",
-                       usage="pagelab run EXPERIMENT|all [--set KEY=VALUE ...] [--sim] [--json]")
+    r = sub.add_parser(
+        "run",
+        help="run an experiment (or all) in isolated workers",
+        usage="pagelab run EXPERIMENT|all [--set KEY=VALUE ...] [--sim] [--json]",
+    )
     r.add_argument("experiment", nargs="?", help="an experiment name, or `all`")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="a parameter")
-    r.add_argument("--sim", action="store_true", default=None,
-                   help="also run the simulated build (the default where there is no PMU)")
+    r.add_argument(
+        "--sim",
+        action="store_true",
+        default=None,
+        help="also run the simulated build (the default where there is no PMU)",
+    )
     r.add_argument("--json", action="store_true", help="one JSON document on stdout")
     r.add_argument("--list", action="store_true", help="list experiments and their parameters")
     r.set_defaults(func=_run)
@@ -164,21 +179,26 @@ def _parser():
     sim = sub.add_parser("sim", help="the cache/TLB simulator")
     sim_sub = sim.add_subparsers(dest="sim_verb", required=True, parser_class=_Parser)
     t = sim_sub.add_parser(
-        "trace", help="replay a valgrind lackey trace through the simulated caches and TLBs",
+        "trace",
+        help="replay a valgrind lackey trace through the simulated caches and TLBs",
         usage="pagelab sim trace FILE -s S -E E -b B [-v] [--json]\n"
-              "       pagelab sim trace FILE [--config FILE] [--l1 SIZE:WAYS:LINE] [--l2 ...] "
-              "[--llc ...] [--tlb ENTRIES:WAYS] [--stlb ...] [--page 4k|2m] "
-              "[--policy lru|fifo|random|plru] [--seed N] [--no-classify] [--json]",
+        "       pagelab sim trace FILE [--config FILE] [--l1 SIZE:WAYS:LINE] [--l2 ...] "
+        "[--llc ...] [--tlb ENTRIES:WAYS] [--stlb ...] [--page 4k|2m] "
+        "[--policy lru|fifo|random|plru] [--seed N] [--no-classify] [--json]",
         description="Without -s/-E/-b: the multi-level model, geometry from this machine "
-                    "unless overridden (a level set to 'none' is left out). With -s -E -b: "
-                    "cache-lab mode, output as CS:APP's csim-ref.")
+        "unless overridden (a level set to 'none' is left out). With -s -E -b: "
+        "cache-lab mode, output as CS:APP's csim-ref.",
+    )
     t.add_argument("file", help="trace from valgrind --tool=lackey --trace-mem=yes")
     t.add_argument("-s", type=int, help="cache-lab: 2^s sets")
     t.add_argument("-E", type=int, help="cache-lab: lines per set")
     t.add_argument("-b", type=int, help="cache-lab: 2^b-byte blocks")
     t.add_argument("-v", "--verbose", action="store_true", help="cache-lab: one line per record")
-    t.add_argument("--config", help="JSON file of settings (keys: l1 l2 llc dtlb stlb page "
-                                    "policy seed classify); options below override it")
+    t.add_argument(
+        "--config",
+        help="JSON file of settings (keys: l1 l2 llc dtlb stlb page "
+        "policy seed classify); options below override it",
+    )
     t.add_argument("--l1", help="L1D as SIZE:WAYS:LINE, e.g. 32K:8:64, or none")
     t.add_argument("--l2", help="L2 as SIZE:WAYS:LINE, or none")
     t.add_argument("--llc", help="last-level cache as SIZE:WAYS:LINE, or none")
@@ -187,14 +207,20 @@ def _parser():
     t.add_argument("--page", help="page size: 4k (default) or 2m")
     t.add_argument("--policy", help="cache replacement: lru (default), fifo, random, plru")
     t.add_argument("--seed", type=int, help="seed of the random policy (default 0)")
-    t.add_argument("--no-classify", action="store_true",
-                   help="skip compulsory/capacity/conflict classification (faster)")
+    t.add_argument(
+        "--no-classify",
+        action="store_true",
+        help="skip compulsory/capacity/conflict classification (faster)",
+    )
     t.add_argument("--json", action="store_true", help="one JSON document on stdout")
     t.set_defaults(func=_sim_trace)
 
-    lab = sub.add_parser("lab", help="open JupyterLab on the chapters; other arguments "
-                         "(e.g. --no-browser --port 8899) go to jupyter lab",
-                         usage="pagelab lab [JUPYTER-LAB-ARGS ...]")
+    lab = sub.add_parser(
+        "lab",
+        help="open JupyterLab on the chapters; other arguments "
+        "(e.g. --no-browser --port 8899) go to jupyter lab",
+        usage="pagelab lab [JUPYTER-LAB-ARGS ...]",
+    )
     lab.set_defaults(func=_lab, takes_extra=True)
     return p
 

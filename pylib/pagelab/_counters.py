@@ -50,9 +50,16 @@ class Reading:
     @classmethod
     def from_dict(cls, name, d):
         fb = d.get("fallback")
-        return cls(name, d["value"], d["source"], d.get("unit", ""), d.get("scaled", False),
-                   d.get("kernel_excluded", False), d.get("reason"),
-                   cls.from_dict(d.get("fallback_name", "fallback"), fb) if fb else None)
+        return cls(
+            name,
+            d["value"],
+            d["source"],
+            d.get("unit", ""),
+            d.get("scaled", False),
+            d.get("kernel_excluded", False),
+            d.get("reason"),
+            cls.from_dict(d.get("fallback_name", "fallback"), fb) if fb else None,
+        )
 
     @property
     def best(self):
@@ -70,7 +77,9 @@ class Reading:
             text = f"{self.name}: not available here ({self.reason})"
             return text + (f"; {self.fallback}" if self.fallback else "")
         value = f"{self.value:,.0f}" if self.unit == "" else f"{self.value:,.6g} {self.unit}"
-        notes = [self.source] + ["scaled"] * self.scaled + ["user-space only"] * self.kernel_excluded
+        notes = (
+            [self.source] + ["scaled"] * self.scaled + ["user-space only"] * self.kernel_excluded
+        )
         return f"{self.name}: {value} ({', '.join(notes)})"
 
 
@@ -99,18 +108,36 @@ class CounterGroup:
     manager, or call close(). Reading costs one read(2) (or none with rdpmc, where allowed).
     """
 
-    def __init__(self, events=None, pid=0, *, inherit=False, enable_on_exec=False, rdpmc=False,
-                 exclude_kernel=False):
+    def __init__(
+        self,
+        events=None,
+        pid=0,
+        *,
+        inherit=False,
+        enable_on_exec=False,
+        rdpmc=False,
+        exclude_kernel=False,
+    ):
         if not isinstance(pid, int) or isinstance(pid, bool) or pid < 0:
             raise BadInput(f"pid must be 0 (this thread) or a positive process id, not {pid!r}")
         self.events = _events.events(events)
         self.pid = pid
         n = len(self.events)
         self._group = ffi.new("struct pl_group *")
-        flags = ((lib.PL_INHERIT if inherit else 0) | (lib.PL_ENABLE_ON_EXEC if enable_on_exec else 0)
-                 | (lib.PL_USE_RDPMC if rdpmc else 0) | (lib.PL_EXCLUDE_KERNEL if exclude_kernel else 0))
-        rc = lib.pl_group_open(self._group, [e.type for e in self.events],
-                               [e.config for e in self.events], n, pid, flags)
+        flags = (
+            (lib.PL_INHERIT if inherit else 0)
+            | (lib.PL_ENABLE_ON_EXEC if enable_on_exec else 0)
+            | (lib.PL_USE_RDPMC if rdpmc else 0)
+            | (lib.PL_EXCLUDE_KERNEL if exclude_kernel else 0)
+        )
+        rc = lib.pl_group_open(
+            self._group,
+            [e.type for e in self.events],
+            [e.config for e in self.events],
+            n,
+            pid,
+            flags,
+        )
         if rc < 0:
             raise OSError(-rc, os.strerror(-rc))
         g = self._group
@@ -136,8 +163,12 @@ class CounterGroup:
     def read(self):
         c = ffi.new("struct pl_counts *")
         self._check(lib.pl_group_read(self._group, c))
-        return Counts(c.time_enabled, c.time_running,
-                      tuple(c.value[i] for i in range(len(self.events))), bool(c.via_rdpmc))
+        return Counts(
+            c.time_enabled,
+            c.time_running,
+            tuple(c.value[i] for i in range(len(self.events))),
+            bool(c.via_rdpmc),
+        )
 
     def readings(self, before, after, facts=None):
         """Readings for the span between two snapshots; unopened events say why."""
@@ -179,8 +210,16 @@ def readings(status, before, after, facts=None):
             continue
         raw = after.values[i] - before.values[i]
         if running == 0 and enabled > 0:
-            out.append(Reading(ev.name, None, ev.source, ev.unit, kernel_excluded=s.kernel_excluded,
-                               reason="never scheduled on the PMU (other groups held it)"))
+            out.append(
+                Reading(
+                    ev.name,
+                    None,
+                    ev.source,
+                    ev.unit,
+                    kernel_excluded=s.kernel_excluded,
+                    reason="never scheduled on the PMU (other groups held it)",
+                )
+            )
             continue
         scaled = 0 < running < enabled
         value = round(raw * enabled / running) if scaled else raw

@@ -16,8 +16,12 @@ from ._version import __version__
 
 PROFILES = {
     "full": "hardware and software counters: hw + sw + rusage; the simulator for comparison",
-    "software-only": "no hardware counters (no PMU): sw + rusage; caches and TLBs from the simulator",
-    "blocked": "perf_event_open is denied: rusage and /proc only; caches and TLBs from the simulator",
+    "software-only": (
+        "no hardware counters (no PMU): sw + rusage; caches and TLBs from the simulator"
+    ),
+    "blocked": (
+        "perf_event_open is denied: rusage and /proc only; caches and TLBs from the simulator"
+    ),
 }
 
 
@@ -113,15 +117,20 @@ class Report:
             f"profile: {self.profile} ({PROFILES[self.profile]})",
             f"kernel {e['kernel']} on {e['cpu']} ({e['cpus']} cpus"
             + (", under a hypervisor)" if e["hypervisor"] else ")"),
-            f"perf_event_paranoid={e['perf_event_paranoid']}  seccomp={e['seccomp']}  uid={e['uid']}"
-            f"  CAP_PERFMON={'yes' if e['cap_perfmon'] else 'no'}",
-            f"vsyscall={e['vsyscall']} (boot parameter: {e['vsyscall_cmdline'] or 'kernel default'})"
-            f"  THP={e['thp']}",
-            "caches: " + ", ".join(
+            f"perf_event_paranoid={e['perf_event_paranoid']}  seccomp={e['seccomp']}"
+            f"  uid={e['uid']}  CAP_PERFMON={'yes' if e['cap_perfmon'] else 'no'}",
+            f"vsyscall={e['vsyscall']}"
+            f" (boot parameter: {e['vsyscall_cmdline'] or 'kernel default'})  THP={e['thp']}",
+            "caches: "
+            + ", ".join(
                 f"L{c['level']}{c['type'][0]} {_kib(c['size'])} {c['ways']}-way {c['line']}B"
-                for c in self.caches) if self.caches else "caches: unknown (no sysfs cache info)",
-            "memory budget: " + (f"{self.budget['bytes'] >> 20} MiB" if self.budget["bytes"] else
-                                 "unknown") + f" ({self.budget['fraction']:.0%} of the least of "
+                for c in self.caches
+            )
+            if self.caches
+            else "caches: unknown (no sysfs cache info)",
+            "memory budget: "
+            + (f"{self.budget['bytes'] >> 20} MiB" if self.budget["bytes"] else "unknown")
+            + f" ({self.budget['fraction']:.0%} of the least of "
             "MemAvailable, cgroup limit, RLIMIT_AS)",
             "",
             "events:",
@@ -146,5 +155,11 @@ def _kib(n):
 def doctor(root="/"):
     checks = check_events(Facts.read(root))
     name = profile_of(checks)
-    return Report(name, environment(root, name), checks, env.cache_geometry(root),
-                  env.memory_budget(root), env.capabilities(root))
+    return Report(
+        name,
+        environment(root, name),
+        checks,
+        env.cache_geometry(root),
+        env.memory_budget(root),
+        env.capabilities(root),
+    )

@@ -159,23 +159,35 @@ def _size(text):
     return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)] if m else None
 
 
-_CACHE_FIELDS = ("level", "type", "size", "ways_of_associativity", "coherency_line_size",
-                 "number_of_sets")
+_CACHE_FIELDS = (
+    "level",
+    "type",
+    "size",
+    "ways_of_associativity",
+    "coherency_line_size",
+    "number_of_sets",
+)
 
 
 def cache_geometry(root="/"):
     """The caches of cpu0 from sysfs: level, type, size, ways, line size and sets of each."""
     caches = []
     for d in sorted((Path(root) / "sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        level, kind, size, ways, line, sets = ((_read(d, n) or "").strip() or None
-                                               for n in _CACHE_FIELDS)
+        level, kind, size, ways, line, sets = (
+            (_read(d, n) or "").strip() or None for n in _CACHE_FIELDS
+        )
         if not (level and kind and size):
             continue
-        caches.append({
-            "level": int(level), "type": kind, "size": _size(size),
-            "ways": int(ways) if ways else None, "line": int(line) if line else None,
-            "sets": int(sets) if sets else None,
-        })
+        caches.append(
+            {
+                "level": int(level),
+                "type": kind,
+                "size": _size(size),
+                "ways": int(ways) if ways else None,
+                "line": int(line) if line else None,
+                "sets": int(sets) if sets else None,
+            }
+        )
     return caches
 
 

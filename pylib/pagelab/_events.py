@@ -5,16 +5,25 @@ import re
 from dataclasses import dataclass
 
 from ._errors import UnknownEvent
-from ._native import lib, ffi
+from ._native import ffi, lib
 
 MAX_EVENTS = lib.PL_MAX_EVENTS
 
 # What a student gets from `pagelab stat` or measure() without -e: the software events that work
 # almost everywhere first, then the hardware ones that explain them where a PMU exists.
 DEFAULT_EVENTS = (
-    "task-clock", "context-switches", "cpu-migrations", "page-faults", "minor-faults",
-    "major-faults", "cycles", "instructions", "branch-misses", "L1-dcache-load-misses",
-    "dTLB-load-misses", "LLC-load-misses",
+    "task-clock",
+    "context-switches",
+    "cpu-migrations",
+    "page-faults",
+    "minor-faults",
+    "major-faults",
+    "cycles",
+    "instructions",
+    "branch-misses",
+    "L1-dcache-load-misses",
+    "dTLB-load-misses",
+    "LLC-load-misses",
 )
 
 

@@ -22,13 +22,19 @@ from dataclasses import dataclass
 
 from ._errors import BadInput
 
-KINDS = ("text", "data", "bss", "heap", "stack", "vdso", "vvar", "vsyscall", "anon", "file",
-         "lib")
+KINDS = ("text", "data", "bss", "heap", "stack", "vdso", "vvar", "vsyscall", "anon", "file", "lib")
 DELETED = " (deleted)"
-_SPECIAL = {"[heap]": "heap", "[vdso]": "vdso", "[vvar]": "vvar", "[vvar_vclock]": "vvar",
-            "[vsyscall]": "vsyscall"}
-_LINE = re.compile(r"([0-9a-fA-F]+)-([0-9a-fA-F]+) ([r-][w-][x-][ps]) ([0-9a-fA-F]+) "
-                   r"([0-9a-fA-F]+:[0-9a-fA-F]+) (\d+)(?: +(.*))?$")
+_SPECIAL = {
+    "[heap]": "heap",
+    "[vdso]": "vdso",
+    "[vvar]": "vvar",
+    "[vvar_vclock]": "vvar",
+    "[vsyscall]": "vsyscall",
+}
+_LINE = re.compile(
+    r"([0-9a-fA-F]+)-([0-9a-fA-F]+) ([r-][w-][x-][ps]) ([0-9a-fA-F]+) "
+    r"([0-9a-fA-F]+:[0-9a-fA-F]+) (\d+)(?: +(.*))?$"
+)
 
 
 @dataclass(frozen=True)
@@ -59,8 +65,10 @@ class Region:
 
     def __str__(self):
         path = self.path + (DELETED if self.deleted else "")
-        return (f"{self.start:012x}-{self.end:012x} {self.perms} {_size(self.size):>9} "
-                f"{self.kind:<8} {path}").rstrip()
+        return (
+            f"{self.start:012x}-{self.end:012x} {self.perms} {_size(self.size):>9} "
+            f"{self.kind:<8} {path}"
+        ).rstrip()
 
 
 def _size(n):
@@ -73,17 +81,26 @@ def _size(n):
 def _fields(number, line):
     m = _LINE.match(line)
     if not m:
-        raise BadInput(f"maps line {number} is not 'start-end perms offset dev inode [path]': "
-                       f"{line[:80]!r}")
+        raise BadInput(
+            f"maps line {number} is not 'start-end perms offset dev inode [path]': {line[:80]!r}"
+        )
     start, end = int(m[1], 16), int(m[2], 16)
     if end <= start:
         raise BadInput(f"maps line {number} ends before it starts: {line[:80]!r}")
     path = m[7] or ""
     deleted = path.endswith(DELETED)
     if deleted:
-        path = path[:-len(DELETED)]
-    return dict(start=start, end=end, perms=m[3], offset=int(m[4], 16), dev=m[5],
-                inode=int(m[6]), path=path, deleted=deleted)
+        path = path[: -len(DELETED)]
+    return dict(
+        start=start,
+        end=end,
+        perms=m[3],
+        offset=int(m[4], 16),
+        dev=m[5],
+        inode=int(m[6]),
+        path=path,
+        deleted=deleted,
+    )
 
 
 def _is_lib(path):
@@ -112,19 +129,29 @@ def parse_maps(text, executable=None):
     """
     if not isinstance(text, str):
         raise BadInput(f"parse_maps needs the text of a maps file, not {type(text).__name__}")
-    fields = [_fields(i, line) for i, line in enumerate(text.splitlines(), start=1)
-              if line.strip()]
+    fields = [_fields(i, line) for i, line in enumerate(text.splitlines(), start=1) if line.strip()]
     exe = executable
     if exe is None:
-        exe = next((f["path"] for f in sorted(fields, key=lambda f: f["start"])
-                    if f["path"].startswith("/") and f["inode"] and not _is_lib(f["path"])),
-                   None)
+        exe = next(
+            (
+                f["path"]
+                for f in sorted(fields, key=lambda f: f["start"])
+                if f["path"].startswith("/") and f["inode"] and not _is_lib(f["path"])
+            ),
+            None,
+        )
     regions = []
     for f in fields:
         kind = _kind(f, exe)
         prev = regions[-1] if regions else None
-        if (kind == "anon" and not f["path"] and prev is not None and prev.kind == "data"
-                and prev.end == f["start"] and f["perms"][:2] == "rw"):
+        if (
+            kind == "anon"
+            and not f["path"]
+            and prev is not None
+            and prev.kind == "data"
+            and prev.end == f["start"]
+            and f["perms"][:2] == "rw"
+        ):
             kind = "bss"
         regions.append(Region(kind=kind, **f))
     return regions

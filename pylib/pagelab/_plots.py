@@ -16,8 +16,12 @@ class Panel:
 
 def _values(readings):
     ys = [r.best if r is not None else None for r in readings]
-    sources = [(r.best_source if r.best is not None else "not available") if r is not None
-               else "not measured" for r in readings]
+    sources = [
+        (r.best_source if r.best is not None else "not available")
+        if r is not None
+        else "not measured"
+        for r in readings
+    ]
     return ys, sources
 
 
@@ -25,8 +29,15 @@ def bars(title, labels, readings, log=False, name=None, y_title=""):
     import plotly.graph_objects as go
 
     ys, sources = _values(readings)
-    trace = go.Bar(x=labels, y=ys, name=name or title, text=sources, textposition="outside",
-                   customdata=sources, hovertemplate="%{x}: %{y:.4g} (%{customdata})<extra></extra>")
+    trace = go.Bar(
+        x=labels,
+        y=ys,
+        name=name or title,
+        text=sources,
+        textposition="outside",
+        customdata=sources,
+        hovertemplate="%{x}: %{y:.4g} (%{customdata})<extra></extra>",
+    )
     return Panel(title, [trace], "", y_title or title, log_y=log)
 
 
@@ -35,9 +46,14 @@ def hbars(title, labels, readings, name=None, x_title=""):
     import plotly.graph_objects as go
 
     ys, sources = _values(readings)
-    trace = go.Bar(x=ys[::-1], y=labels[::-1], orientation="h", name=name or title,
-                   customdata=sources[::-1],
-                   hovertemplate="%{y}: %{x:.4g} (%{customdata})<extra></extra>")
+    trace = go.Bar(
+        x=ys[::-1],
+        y=labels[::-1],
+        orientation="h",
+        name=name or title,
+        customdata=sources[::-1],
+        hovertemplate="%{y}: %{x:.4g} (%{customdata})<extra></extra>",
+    )
     return Panel(title, [trace], x_title or title, "")
 
 
@@ -49,8 +65,16 @@ def lines(title, x, series, x_title, log_x=False, log_y=False, y_title=""):
     for name, readings in series.items():
         ys, sources = _values(readings)
         label = f"{name} ({', '.join(sorted(set(sources)))})"
-        traces.append(go.Scatter(x=x, y=ys, mode="lines+markers", name=label, customdata=sources,
-                                 hovertemplate="%{x}: %{y:.4g} (%{customdata})<extra></extra>"))
+        traces.append(
+            go.Scatter(
+                x=x,
+                y=ys,
+                mode="lines+markers",
+                name=label,
+                customdata=sources,
+                hovertemplate="%{x}: %{y:.4g} (%{customdata})<extra></extra>",
+            )
+        )
     return Panel(title, traces, x_title, y_title or title, log_x, log_y)
 
 
@@ -65,11 +89,20 @@ def grouped_bars(title, labels, series, log=False, legend=True, y_title=""):
     for i, (name, readings) in enumerate(series.items()):
         ys, sources = _values(readings)
         text = [f"{y:,.0f} ({s})" if y is not None else s for y, s in zip(ys, sources)]
-        traces.append(go.Bar(x=labels, y=ys, name=name, legendgroup=name, showlegend=legend,
-                             marker_color=qualitative.Plotly[i % len(qualitative.Plotly)],
-                             text=text, textposition="outside", customdata=sources,
-                             hovertemplate=f"{name}, %{{x}}: %{{y:.4g}} (%{{customdata}})"
-                                           "<extra></extra>"))
+        traces.append(
+            go.Bar(
+                x=labels,
+                y=ys,
+                name=name,
+                legendgroup=name,
+                showlegend=legend,
+                marker_color=qualitative.Plotly[i % len(qualitative.Plotly)],
+                text=text,
+                textposition="outside",
+                customdata=sources,
+                hovertemplate=f"{name}, %{{x}}: %{{y:.4g}} (%{{customdata}})<extra></extra>",
+            )
+        )
     return Panel(title, traces, "", y_title or title, log_y=log)
 
 
@@ -87,9 +120,19 @@ def points(title, series, x_title, log_y=False, y_title=""):
     for name, (xs, readings, mode) in series.items():
         ys, sources = _values(readings)
         label = f"{name} ({', '.join(sorted(set(sources)))})" if sources else name
-        traces.append(go.Scatter(x=xs, y=ys, mode=mode, name=label, customdata=sources,
-                                 hovertemplate="%{x}: %{y:.4g} (%{customdata})<extra></extra>"))
+        traces.append(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode=mode,
+                name=label,
+                customdata=sources,
+                hovertemplate="%{x}: %{y:.4g} (%{customdata})<extra></extra>",
+            )
+        )
     return Panel(title, traces, x_title, y_title or title, log_y=log_y)
+
+
 def _blocks(regions):
     """Adjacent regions of the same kind and file merged into blocks: (kind, name, start, end)."""
     out = []
@@ -130,17 +173,24 @@ def memory_map(title, columns, colors, marks=None, source="/proc/PID/maps, rusag
             if prev_end is not None and start > prev_end:
                 step = gap * (4 if start - prev_end >= big_gap else 1)
                 if start - prev_end >= big_gap:
-                    annotations.append(dict(x=col, y=y + step / 2, showarrow=False,
-                                            text=f"{_human(start - prev_end)} unmapped",
-                                            font=dict(size=9, color="#777")))
+                    annotations.append(
+                        dict(
+                            x=col,
+                            y=y + step / 2,
+                            showarrow=False,
+                            text=f"{_human(start - prev_end)} unmapped",
+                            font=dict(size=9, color="#777"),
+                        )
+                    )
                 y += step
             height = math.log2(max(end - start, 4096) / 4096) + 1
             t = traces.setdefault(kind, {"x": [], "y": [], "base": [], "hover": []})
             t["x"].append(col)
             t["y"].append(height)
             t["base"].append(y)
-            t["hover"].append(f"{kind}: {name}<br>{start:x}-{end:x} ({_human(end - start)})"
-                              f"<br>source: {source}")
+            t["hover"].append(
+                f"{kind}: {name}<br>{start:x}-{end:x} ({_human(end - start)})<br>source: {source}"
+            )
             if end - start > largest.get(kind, (0,))[0]:
                 largest[kind] = (end - start, name, start, y + height / 2)
             placed.append((start, end, y + height / 2))
@@ -148,35 +198,69 @@ def memory_map(title, columns, colors, marks=None, source="/proc/PID/maps, rusag
         tallest = max(tallest, y)
         left = col == 0  # labels outside the columns: left of the first, right of the others
         kept = []  # label the biggest kinds first; skip a label that would overlap a kept one
-        for kind, (_, name, start, mid) in sorted(largest.items(), key=lambda kv: -kv[1][0]):
+        for _kind, (_, name, start, mid) in sorted(largest.items(), key=lambda kv: -kv[1][0]):
             if any(abs(mid - k) < label_units for k in kept):
                 continue
             kept.append(mid)
-            annotations.append(dict(x=col + (-0.3 if left else 0.3), y=mid, showarrow=False,
-                                    xanchor="right" if left else "left",
-                                    text=f"{name} {start:x}", font=dict(size=10)))
+            annotations.append(
+                dict(
+                    x=col + (-0.3 if left else 0.3),
+                    y=mid,
+                    showarrow=False,
+                    xanchor="right" if left else "left",
+                    text=f"{name} {start:x}",
+                    font=dict(size=10),
+                )
+            )
         for oname, address in (marks or {}).get(cname, {}).items():
             mid = next((m for s, e, m in placed if s <= address < e), None)
             if mid is not None:
                 points.append((col + 0.22, mid, f"{oname}: {address:x}"))
     fig = go.Figure()
     for kind, t in traces.items():
-        fig.add_trace(go.Bar(x=t["x"], y=t["y"], base=t["base"], name=kind, width=0.5,
-                             marker=dict(color=colors.get(kind), line=dict(width=0.5,
-                                                                             color="white")),
-                             customdata=t["hover"], hovertemplate="%{customdata}<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=t["x"],
+                y=t["y"],
+                base=t["base"],
+                name=kind,
+                width=0.5,
+                marker=dict(color=colors.get(kind), line=dict(width=0.5, color="white")),
+                customdata=t["hover"],
+                hovertemplate="%{customdata}<extra></extra>",
+            )
+        )
     if points:
         xs, ys, texts = zip(*points)
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name="objects the process placed",
-                                 marker=dict(symbol="diamond", size=7, color="black"),
-                                 hovertext=texts, hoverinfo="text"))
-    fig.update_layout(title=title, barmode="overlay", template="plotly_white",
-                      height=int(max(500, min(1200, tallest * px_per_unit + 160))),
-                      annotations=annotations,
-                      xaxis=dict(tickvals=list(range(len(columns))), ticktext=list(columns),
-                                 range=[-1.1, len(columns) + 0.1], showgrid=False),
-                      yaxis=dict(title="address, low at the bottom (height ~ log size; gaps "
-                                       "shortened)", showticklabels=False, showgrid=False))
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="markers",
+                name="objects the process placed",
+                marker=dict(symbol="diamond", size=7, color="black"),
+                hovertext=texts,
+                hoverinfo="text",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        barmode="overlay",
+        template="plotly_white",
+        height=int(max(500, min(1200, tallest * px_per_unit + 160))),
+        annotations=annotations,
+        xaxis=dict(
+            tickvals=list(range(len(columns))),
+            ticktext=list(columns),
+            range=[-1.1, len(columns) + 0.1],
+            showgrid=False,
+        ),
+        yaxis=dict(
+            title="address, low at the bottom (height ~ log size; gaps shortened)",
+            showticklabels=False,
+            showgrid=False,
+        ),
+    )
     return fig
 
 
@@ -193,8 +277,9 @@ def grid(title, *rows):
         span = cols // len(r)
         specs.append([c for p in r for c in ({"colspan": span}, *[None] * (span - 1))])
         titles += [p.title for p in r]
-    fig = make_subplots(rows=len(rows), cols=cols, specs=specs, subplot_titles=titles,
-                        vertical_spacing=0.15)
+    fig = make_subplots(
+        rows=len(rows), cols=cols, specs=specs, subplot_titles=titles, vertical_spacing=0.15
+    )
     for i, r in enumerate(rows, start=1):
         for j, p in enumerate(r):
             col = 1 + j * (cols // len(r))
@@ -202,8 +287,13 @@ def grid(title, *rows):
                 fig.add_trace(t, row=i, col=col)
             fig.update_xaxes(title_text=p.x_title, type="log" if p.log_x else None, row=i, col=col)
             fig.update_yaxes(title_text=p.y_title, type="log" if p.log_y else None, row=i, col=col)
-    fig.update_layout(title=title, height=420 * len(rows), template="plotly_white",
-                      showlegend=True, barmode="group")
+    fig.update_layout(
+        title=title,
+        height=420 * len(rows),
+        template="plotly_white",
+        showlegend=True,
+        barmode="group",
+    )
     return fig
 
 
@@ -214,9 +304,15 @@ def markers(name, x, readings, symbol="x"):
 
     ys, sources = _values(readings)
     label = f"{name} ({', '.join(sorted(set(sources)))})" if sources else name
-    return go.Scatter(x=x, y=ys, mode="markers", name=label, customdata=sources,
-                      marker={"symbol": symbol, "size": 11},
-                      hovertemplate="%{x}: %{y:.4g} (%{customdata})<extra></extra>")
+    return go.Scatter(
+        x=x,
+        y=ys,
+        mode="markers",
+        name=label,
+        customdata=sources,
+        marker={"symbol": symbol, "size": 11},
+        hovertemplate="%{x}: %{y:.4g} (%{customdata})<extra></extra>",
+    )
 
 
 def _bytes_text(b):
@@ -229,8 +325,9 @@ def _bytes_text(b):
 def size_axis(fig, lo, hi, col=1):
     """A log x axis of byte sizes with a tick at every power of two, labelled B/KiB/MiB/GiB."""
     ticks = [1 << k for k in range(max(int(lo).bit_length() - 1, 0), int(hi).bit_length())]
-    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[_bytes_text(t) for t in ticks],
-                     row=1, col=col)
+    fig.update_xaxes(
+        type="log", tickvals=ticks, ticktext=[_bytes_text(t) for t in ticks], row=1, col=col
+    )
 
 
 def vlines(fig, marks, col=1, log_x=True):
@@ -240,6 +337,16 @@ def vlines(fig, marks, col=1, log_x=True):
     for x, label in marks:
         fig.add_vline(x=x, line_dash="dot", line_color="gray", row=1, col=col)
         # shapes take data coordinates on a log axis, annotations its log10 (plotly.js #1258)
-        fig.add_annotation(x=math.log10(x) if log_x else x, y=1, yref="y domain",
-                           text=label, showarrow=False, xanchor="right", textangle=-90,
-                           yanchor="top", font={"color": "gray"}, row=1, col=col)
+        fig.add_annotation(
+            x=math.log10(x) if log_x else x,
+            y=1,
+            yref="y domain",
+            text=label,
+            showarrow=False,
+            xanchor="right",
+            textangle=-90,
+            yanchor="top",
+            font={"color": "gray"},
+            row=1,
+            col=col,
+        )

@@ -1,4 +1,5 @@
-"""Why a counter did not open, and the least-privilege fix, from its errno and the machine's facts."""
+"""Why a counter did not open, and the least-privilege fix, from its errno and the machine's
+facts."""
 
 import errno as E
 from dataclasses import dataclass
@@ -27,15 +28,23 @@ class Facts:
 
     @classmethod
     def read(cls, root="/"):
-        return cls(env.perf_event_paranoid(root), env.seccomp_mode(root),
-                   tuple(env.capabilities(root) or ()), env.hypervisor(root))
+        return cls(
+            env.perf_event_paranoid(root),
+            env.seccomp_mode(root),
+            tuple(env.capabilities(root) or ()),
+            env.hypervisor(root),
+        )
 
 
-_SECCOMP_FIX = ("allow perf_event_open in the container's seccomp profile (Docker: "
-                "--security-opt seccomp=<profile allowing perf_event_open>; Kubernetes: "
-                "securityContext.seccompProfile), or run outside the filter")
-_PARANOID_FIX = ("grant CAP_PERFMON to the lab's Python (setcap cap_perfmon+ep, or the pod's "
-                 "capabilities), or have an administrator set kernel.perf_event_paranoid to 2")
+_SECCOMP_FIX = (
+    "allow perf_event_open in the container's seccomp profile (Docker: "
+    "--security-opt seccomp=<profile allowing perf_event_open>; Kubernetes: "
+    "securityContext.seccompProfile), or run outside the filter"
+)
+_PARANOID_FIX = (
+    "grant CAP_PERFMON to the lab's Python (setcap cap_perfmon+ep, or the pod's "
+    "capabilities), or have an administrator set kernel.perf_event_paranoid to 2"
+)
 
 
 def explain(err, source, facts):
@@ -45,24 +54,37 @@ def explain(err, source, facts):
         if source == "sw":
             return Reason(code, "this kernel has no such software event", "use a newer kernel")
         if facts.hypervisor:
-            return Reason(code, "no PMU: this VM exposes no hardware counters",
-                          "enable the virtual PMU in the hypervisor (KVM: -cpu host; cloud: a "
-                          "bare-metal or PMU-enabled instance type); the simulator models "
-                          "caches and TLBs meanwhile")
-        return Reason(code, "no PMU or no such event on this CPU",
-                      "use a raw event (rXXXX) from the CPU's manual, or the simulator")
+            return Reason(
+                code,
+                "no PMU: this VM exposes no hardware counters",
+                "enable the virtual PMU in the hypervisor (KVM: -cpu host; cloud: a "
+                "bare-metal or PMU-enabled instance type); the simulator models "
+                "caches and TLBs meanwhile",
+            )
+        return Reason(
+            code,
+            "no PMU or no such event on this CPU",
+            "use a raw event (rXXXX) from the CPU's manual, or the simulator",
+        )
     if err in (E.EACCES, E.EPERM):
         if facts.seccomp == "filter":
             return Reason(code, "denied by a seccomp filter", _SECCOMP_FIX)
         if "PERFMON" in facts.capabilities or "SYS_ADMIN" in facts.capabilities:
-            return Reason(code, "denied although CAP_PERFMON is held (an LSM policy?)",
-                          "check SELinux/AppArmor policy for perf_event")
+            return Reason(
+                code,
+                "denied although CAP_PERFMON is held (an LSM policy?)",
+                "check SELinux/AppArmor policy for perf_event",
+            )
         level = "unknown" if facts.paranoid is None else facts.paranoid
-        return Reason(code, f"denied at perf_event_paranoid={level} without CAP_PERFMON",
-                      _PARANOID_FIX)
+        return Reason(
+            code, f"denied at perf_event_paranoid={level} without CAP_PERFMON", _PARANOID_FIX
+        )
     if err == E.EINVAL:
-        return Reason(code, "the kernel rejected this event's configuration",
-                      "check the raw code or TYPE:CONFIG against the CPU's manual")
+        return Reason(
+            code,
+            "the kernel rejected this event's configuration",
+            "check the raw code or TYPE:CONFIG against the CPU's manual",
+        )
     if err == E.EMFILE:
         return Reason(code, "too many open files", "raise the open-file limit (ulimit -n)")
     if err == E.ESRCH:

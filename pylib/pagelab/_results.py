@@ -94,9 +94,10 @@ class Result:
             "version": __version__,
             "params": self.params,
             "environment": self.environment,
-            "measurements": [{"label": m.label,
-                              "metrics": {n: r.to_dict() for n, r in m.metrics.items()}}
-                             for m in self.measurements],
+            "measurements": [
+                {"label": m.label, "metrics": {n: r.to_dict() for n, r in m.metrics.items()}}
+                for m in self.measurements
+            ],
             "claims": [c.to_dict() for c in self.claims],
             "notes": self.notes,
         }

@@ -38,22 +38,41 @@ class Context:
     def workload(self, events=None, sim=None, what=None, **overrides):
         """Run this experiment's C workload once in a fresh worker; returns (measurements, raw)."""
         params = {**self.params, **overrides}
-        raw = _worker.call("pagelab._workloads:execute",
-                           {"name": self.name, "params": params, "events": events, "sim": sim},
-                           timeout=self.timeout, address_space=self.address_space,
-                           what=what or self.name, on_progress=self.progress)
+        raw = _worker.call(
+            "pagelab._workloads:execute",
+            {"name": self.name, "params": params, "events": events, "sim": sim},
+            timeout=self.timeout,
+            address_space=self.address_space,
+            what=what or self.name,
+            on_progress=self.progress,
+        )
         return measurements(raw), raw
 
     def call(self, target, what=None, **args):
         """Run a Python task ("module:function") of this experiment in a fresh worker."""
-        return _worker.call(target, args, timeout=self.timeout, address_space=self.address_space,
-                            what=what or self.name, on_progress=self.progress)
+        return _worker.call(
+            target,
+            args,
+            timeout=self.timeout,
+            address_space=self.address_space,
+            what=what or self.name,
+            on_progress=self.progress,
+        )
 
     def result(self, measurements_, claims, notes=(), text="", summary=(), figure=None):
         w = _workloads.workload(self.name)
         shown = {k: w.params[k].shown(v) for k, v in self.params.items()}
-        return Result(self.name, shown, self.environment, measurements_, claims, list(notes), text,
-                      summary, figure)
+        return Result(
+            self.name,
+            shown,
+            self.environment,
+            measurements_,
+            claims,
+            list(notes),
+            text,
+            summary,
+            figure,
+        )
 
 
 def measurements(raw):
@@ -75,7 +94,8 @@ def check_budget(name, resident):
         raise BudgetExceeded(
             f"{name} needs {resident / MIB:,.0f} MiB but this machine's memory budget is "
             f"{budget['bytes'] / MIB:,.0f} MiB ({budget['fraction']:.0%} of the least of "
-            "MemAvailable, the cgroup limit and RLIMIT_AS); choose smaller parameters")
+            "MemAvailable, the cgroup limit and RLIMIT_AS); choose smaller parameters"
+        )
 
 
 def _print_progress(text):

@@ -8,8 +8,15 @@ from ._errors import BadInput
 
 # name -> unit; the order is the order shown to users
 FIELDS = {
-    "utime": "s", "stime": "s", "maxrss": "KiB", "minflt": "", "majflt": "", "inblock": "",
-    "oublock": "", "nvcsw": "", "nivcsw": "",
+    "utime": "s",
+    "stime": "s",
+    "maxrss": "KiB",
+    "minflt": "",
+    "majflt": "",
+    "inblock": "",
+    "oublock": "",
+    "nvcsw": "",
+    "nivcsw": "",
 }
 
 # What stands in for a software event when perf_event_open cannot count it.
@@ -23,6 +30,7 @@ SW_FALLBACK = {
 
 def as_dict(ru):
     """Plain numbers from a resource.struct_rusage or a cffi ``struct rusage``."""
+
     def seconds(tv):
         return tv if isinstance(tv, float) else tv.tv_sec + tv.tv_usec / 1e6
 
@@ -49,9 +57,11 @@ def proc_stat(pid, root="/"):
     except FileNotFoundError:
         raise ProcessLookupError(f"no process with pid {pid}") from None
     # the command name (field 2) may hold spaces and parentheses: split after the last ')'
-    fields = text[text.rindex(")") + 2:].split()
+    fields = text[text.rindex(")") + 2 :].split()
     tick = os.sysconf("SC_CLK_TCK")
     return {
-        "minflt": int(fields[7]), "majflt": int(fields[9]),
-        "utime": int(fields[11]) / tick, "stime": int(fields[12]) / tick,
+        "minflt": int(fields[7]),
+        "majflt": int(fields[9]),
+        "utime": int(fields[11]) / tick,
+        "stime": int(fields[12]) / tick,
     }

@@ -61,8 +61,20 @@ class LevelStats(_Rates):
     conflict: int | None
     source: str = SOURCE
 
-    COUNTS = ("accesses", "reads", "writes", "hits", "misses", "read_misses", "write_misses",
-              "evictions", "writebacks", "compulsory", "capacity", "conflict")
+    COUNTS = (
+        "accesses",
+        "reads",
+        "writes",
+        "hits",
+        "misses",
+        "read_misses",
+        "write_misses",
+        "evictions",
+        "writebacks",
+        "compulsory",
+        "capacity",
+        "conflict",
+    )
 
 
 @dataclass(frozen=True)
@@ -163,8 +175,15 @@ class Simulator:
         if n == 0:
             return
         with self._lock:
-            lib.pl_sim_access_array(self._sim, _ptr("uint64_t[]", addr), _ptr("uint8_t[]", op),
-                                    _ptr("uint32_t[]", size), n, op_all, size_all)
+            lib.pl_sim_access_array(
+                self._sim,
+                _ptr("uint64_t[]", addr),
+                _ptr("uint8_t[]", op),
+                _ptr("uint32_t[]", size),
+                n,
+                op_all,
+                size_all,
+            )
 
     def replay(self, path):
         """Replay a valgrind lackey trace (data records only) and return its TraceInfo.
@@ -175,8 +194,15 @@ class Simulator:
         info = scan_trace(path)
         with self._lock:
             for addr, size, op, n in _chunks(path):
-                lib.pl_sim_access_array(self._sim, _ptr("uint64_t[]", addr),
-                                        _ptr("uint8_t[]", op), _ptr("uint32_t[]", size), n, 0, 1)
+                lib.pl_sim_access_array(
+                    self._sim,
+                    _ptr("uint64_t[]", addr),
+                    _ptr("uint8_t[]", op),
+                    _ptr("uint32_t[]", size),
+                    n,
+                    0,
+                    1,
+                )
             self._trace = info
         return info
 
@@ -190,12 +216,22 @@ class Simulator:
             raise MemoryError("miss classification ran out of memory; its counts are incomplete")
         classify = self.config.classify
         levels = tuple(
-            LevelStats(name, c.reads, c.writes, c.read_misses, c.write_misses, c.evictions,
-                       c.writebacks, *((c.compulsory, c.capacity, c.conflict) if classify
-                                       else (None, None, None)))
-            for (name, _), c in zip(self.config.levels, st.level))
-        tlbs = tuple(TLBStats(name, c.reads, c.writes, c.read_misses, c.write_misses, c.evictions)
-                     for (name, _), c in zip(self.config.tlbs, st.tlb))
+            LevelStats(
+                name,
+                c.reads,
+                c.writes,
+                c.read_misses,
+                c.write_misses,
+                c.evictions,
+                c.writebacks,
+                *((c.compulsory, c.capacity, c.conflict) if classify else (None, None, None)),
+            )
+            for (name, _), c in zip(self.config.levels, st.level)
+        )
+        tlbs = tuple(
+            TLBStats(name, c.reads, c.writes, c.read_misses, c.write_misses, c.evictions)
+            for (name, _), c in zip(self.config.tlbs, st.tlb)
+        )
         return SimStats(self.config, levels, tlbs, trace)
 
     def reset(self):
@@ -206,6 +242,7 @@ class Simulator:
 
 
 # --- arrays -----------------------------------------------------------------------------------
+
 
 def _ptr(ctype, array):
     return ffi.NULL if array is None else ffi.from_buffer(ctype, array)
@@ -226,8 +263,10 @@ def _uint_array(values, dtype, what):
         raise BadInput(f"{what} must be integers, not {a.dtype}")
     top = np.iinfo(dtype).max
     # only the checks the source type needs: a uint64 array of addresses costs no pass at all
-    if a.size and ((a.dtype.kind == "i" and int(a.min()) < 0)
-                   or (np.iinfo(a.dtype).max > top and int(a.max()) > top)):
+    if a.size and (
+        (a.dtype.kind == "i" and int(a.min()) < 0)
+        or (np.iinfo(a.dtype).max > top and int(a.max()) > top)
+    ):
         raise BadInput(f"{what} must lie in [0, {top}]")
     # ascontiguousarray would turn a 0-d array (one value for all accesses) into shape (1,)
     return a.astype(dtype) if a.ndim == 0 else np.ascontiguousarray(a, dtype=dtype)
@@ -247,6 +286,7 @@ def _per_access(values, dtype, what, n, default):
 
 # --- traces -----------------------------------------------------------------------------------
 
+
 def _open(path):
     out = ffi.new("struct pl_trace **")
     rc = lib.pl_trace_open(os.fsencode(path), out)
@@ -263,8 +303,11 @@ def _chunks(path, info=None):
     addr = np.empty(CHUNK, np.uint64)
     size = np.empty(CHUNK, np.uint32)
     op = np.empty(CHUNK, np.uint8)
-    pa, ps, po = ffi.from_buffer("uint64_t[]", addr), ffi.from_buffer("uint32_t[]", size), \
-        ffi.from_buffer("uint8_t[]", op)
+    pa, ps, po = (
+        ffi.from_buffer("uint64_t[]", addr),
+        ffi.from_buffer("uint32_t[]", size),
+        ffi.from_buffer("uint8_t[]", op),
+    )
     while True:
         n = lib.pl_trace_read(t, pa, ps, po, CHUNK)
         if n == -errno.EBADMSG:
@@ -275,8 +318,14 @@ def _chunks(path, info=None):
             break
         yield addr, size, op, n
     if info is not None:
-        info.update(lines=t.line, loads=t.loads, stores=t.stores, modifies=t.modifies,
-                    instructions=t.instr, skipped=t.skipped)
+        info.update(
+            lines=t.line,
+            loads=t.loads,
+            stores=t.stores,
+            modifies=t.modifies,
+            instructions=t.instr,
+            skipped=t.skipped,
+        )
 
 
 def scan_trace(path):
@@ -289,6 +338,7 @@ def scan_trace(path):
 
 
 # --- cache-lab mode ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CachelabResult:
@@ -306,10 +356,16 @@ class CachelabResult:
         return f"hits:{self.hits} misses:{self.misses} evictions:{self.evictions}"
 
     def to_dict(self):
-        metrics = {k: {"value": getattr(self, k), "unit": "", "source": self.source}
-                   for k in ("hits", "misses", "evictions")}
-        return {"experiment": "cachelab", "version": __version__, "params": self.params,
-                "measurements": [{"label": "cache", "metrics": metrics}]}
+        metrics = {
+            k: {"value": getattr(self, k), "unit": "", "source": self.source}
+            for k in ("hits", "misses", "evictions")
+        }
+        return {
+            "experiment": "cachelab",
+            "version": __version__,
+            "params": self.params,
+            "measurements": [{"label": "cache", "metrics": metrics}],
+        }
 
     def __str__(self):
         return "\n".join([*self.verbose, self.summary])
@@ -330,10 +386,15 @@ def cachelab(path, s, E, b, verbose=False):
     """
     s, E, b = _cachelab_param(s, "s", 0), _cachelab_param(E, "E", 1), _cachelab_param(b, "b", 0)
     if b > 30 or s > 30 or (E << s) > lib.PL_SIM_MAX_LINES:
-        raise BadInput(f"-s {s} -E {E} -b {b} is too large: at most 2**30-byte blocks and "
-                       f"{lib.PL_SIM_MAX_LINES} lines ((2**s) * E)")
-    cfg = SimConfig(l1=CacheGeometry((E << s) << b, E, 1 << b, "cache-lab -s -E -b"),
-                    policy="lru", classify=False)
+        raise BadInput(
+            f"-s {s} -E {E} -b {b} is too large: at most 2**30-byte blocks and "
+            f"{lib.PL_SIM_MAX_LINES} lines ((2**s) * E)"
+        )
+    cfg = SimConfig(
+        l1=CacheGeometry((E << s) << b, E, 1 << b, "cache-lab -s -E -b"),
+        policy="lru",
+        classify=False,
+    )
     sim = Simulator(cfg)
     scan_trace(path)  # malformed traces fail before any output
     lines = []
@@ -343,13 +404,20 @@ def cachelab(path, s, E, b, verbose=False):
         if not verbose:
             lib.pl_sim_access_array(sim._sim, pa, po, ffi.NULL, n, 0, 1)
             continue
-        lib.pl_sim_access_outcomes(sim._sim, pa, po, ffi.NULL, n, 0, 1,
-                                   ffi.from_buffer("uint8_t[]", outcome))
-        lines += [_verbose_line(int(op[i]), int(addr[i]), int(size[i]), int(outcome[i]))
-                  for i in range(n)]
+        lib.pl_sim_access_outcomes(
+            sim._sim, pa, po, ffi.NULL, n, 0, 1, ffi.from_buffer("uint8_t[]", outcome)
+        )
+        lines += [
+            _verbose_line(int(op[i]), int(addr[i]), int(size[i]), int(outcome[i])) for i in range(n)
+        ]
     level = sim.stats().levels[0]
-    return CachelabResult(level.hits, level.misses, level.evictions, tuple(lines),
-                          {"trace": str(path), "s": s, "E": E, "b": b})
+    return CachelabResult(
+        level.hits,
+        level.misses,
+        level.evictions,
+        tuple(lines),
+        {"trace": str(path), "s": s, "E": E, "b": b},
+    )
 
 
 def _outcome_words(bits):
@@ -375,6 +443,7 @@ def region_readings(config, begin, end):
     """The simulator's counts between two ``struct pl_sim_stats`` snapshots of a workload region,
     as Readings with source 'sim', named as perf names the events they model (L1-dcache-*,
     LLC-*, dTLB-*), so claims read simulated and measured counts alike."""
+
     def delta(b, e, field):
         return getattr(e, field) - getattr(b, field)
 
@@ -388,11 +457,15 @@ def region_readings(config, begin, end):
         groups.append(("dTLB", begin.tlb[0], end.tlb[0]))
     out = []
     for prefix, b, e in groups:
-        out += [Reading(f"{prefix}-loads", delta(b, e, "reads"), "sim"),
-                Reading(f"{prefix}-load-misses", delta(b, e, "read_misses"), "sim"),
-                Reading(f"{prefix}-stores", delta(b, e, "writes"), "sim"),
-                Reading(f"{prefix}-store-misses", delta(b, e, "write_misses"), "sim")]
+        out += [
+            Reading(f"{prefix}-loads", delta(b, e, "reads"), "sim"),
+            Reading(f"{prefix}-load-misses", delta(b, e, "read_misses"), "sim"),
+            Reading(f"{prefix}-stores", delta(b, e, "writes"), "sim"),
+            Reading(f"{prefix}-store-misses", delta(b, e, "write_misses"), "sim"),
+        ]
     if config.classify and config.levels:
-        out += [Reading(f"L1 {kind} misses", delta(begin.level[0], end.level[0], kind), "sim")
-                for kind in _CLASSES]
+        out += [
+            Reading(f"L1 {kind} misses", delta(begin.level[0], end.level[0], kind), "sim")
+            for kind in _CLASSES
+        ]
     return out

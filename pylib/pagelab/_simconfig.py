@@ -16,8 +16,12 @@ LEVEL_KEYS = ("l1", "l2", "llc")
 LEVEL_NAMES = {"l1": "L1D", "l2": "L2", "llc": "LLC"}
 TLB_KEYS = ("dtlb", "stlb")
 TLB_NAMES = {"dtlb": "DTLB", "stlb": "STLB"}
-POLICIES = {"lru": lib.PL_POLICY_LRU, "fifo": lib.PL_POLICY_FIFO,
-            "random": lib.PL_POLICY_RANDOM, "plru": lib.PL_POLICY_PLRU}
+POLICIES = {
+    "lru": lib.PL_POLICY_LRU,
+    "fifo": lib.PL_POLICY_FIFO,
+    "random": lib.PL_POLICY_RANDOM,
+    "plru": lib.PL_POLICY_PLRU,
+}
 PAGE_SIZES = {"4k": 4096, "2m": 2 << 20}
 MAX_LINE = 1 << 30  # as csrc/sim/sim.c: far beyond any real cache line
 _UNITS = {"": 0, "k": 10, "m": 20, "g": 30}
@@ -72,8 +76,13 @@ class CacheGeometry:
         return f"{human_size(self.size)}, {assoc}, {self.line} B lines ({self.sets} sets)"
 
     def to_dict(self):
-        return {"size": self.size, "ways": self.ways, "line": self.line, "sets": self.sets,
-                "origin": self.origin}
+        return {
+            "size": self.size,
+            "ways": self.ways,
+            "line": self.line,
+            "sets": self.sets,
+            "origin": self.origin,
+        }
 
 
 @dataclass(frozen=True)
@@ -94,8 +103,12 @@ class TLBGeometry:
         return f"{self.entries} entries, {self.ways}-way ({self.sets} sets)"
 
     def to_dict(self):
-        return {"entries": self.entries, "ways": self.ways, "sets": self.sets,
-                "origin": self.origin}
+        return {
+            "entries": self.entries,
+            "ways": self.ways,
+            "sets": self.sets,
+            "origin": self.origin,
+        }
 
 
 @dataclass(frozen=True)
@@ -125,8 +138,12 @@ class SimConfig:
         return {
             "levels": {name: g.to_dict() for name, g in self.levels},
             "tlbs": {name: g.to_dict() for name, g in self.tlbs},
-            "page": self.page, "policy": self.policy, "seed": self.seed,
-            "classify": self.classify, "inclusion": "non-inclusive", "write": "write-allocate",
+            "page": self.page,
+            "policy": self.policy,
+            "seed": self.seed,
+            "classify": self.classify,
+            "inclusion": "non-inclusive",
+            "write": "write-allocate",
         }
 
     def check(self):
@@ -136,8 +153,11 @@ class SimConfig:
             raise BadInput(f"unknown policy {self.policy!r}: use one of {', '.join(POLICIES)}")
         if self.page not in PAGE_SIZES.values():
             raise BadInput(f"page size {self.page} is not 4k or 2m")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) \
-                or not 0 <= self.seed < 1 << 64:
+        if (
+            isinstance(self.seed, bool)
+            or not isinstance(self.seed, int)
+            or not 0 <= self.seed < 1 << 64
+        ):
             raise BadInput(f"seed {self.seed!r} is not a whole number in [0, 2**64)")
         if not self.levels and not self.tlbs:
             raise BadInput("nothing to simulate: no cache level and no TLB")
@@ -160,25 +180,37 @@ def _check_array(name, units, ways, unit_name):
     if units % ways:
         raise BadInput(f"{name}: {units} {unit_name} do not divide into {ways} ways")
     if not _pow2(units // ways):
-        raise BadInput(f"{name}: {units} {unit_name} in {ways} ways make {units // ways} sets; "
-                       "the number of sets must be a power of two")
+        raise BadInput(
+            f"{name}: {units} {unit_name} in {ways} ways make {units // ways} sets; "
+            "the number of sets must be a power of two"
+        )
     if units > lib.PL_SIM_MAX_LINES:
-        raise BadInput(f"{name}: {units} {unit_name} is more than the simulator's "
-                       f"{lib.PL_SIM_MAX_LINES}")
+        raise BadInput(
+            f"{name}: {units} {unit_name} is more than the simulator's {lib.PL_SIM_MAX_LINES}"
+        )
 
 
 def _check_cache(name, g, cfg):
-    if isinstance(g.line, bool) or not isinstance(g.line, int) or not _pow2(g.line) \
-            or g.line > MAX_LINE:
+    if (
+        isinstance(g.line, bool)
+        or not isinstance(g.line, int)
+        or not _pow2(g.line)
+        or g.line > MAX_LINE
+    ):
         raise BadInput(f"{name}: line size {g.line!r} is not a power of two up to 1 GiB")
     if isinstance(g.size, bool) or not isinstance(g.size, int) or g.size < 1:
         raise BadInput(f"{name}: size {g.size!r} is not a positive number of bytes")
     if g.size % g.line:
         raise BadInput(f"{name}: size {g.size} is not a whole number of {g.line}-byte lines")
-    if isinstance(g.ways, int) and not isinstance(g.ways, bool) and g.ways >= 1 \
-            and g.size % (g.ways * g.line):
-        raise BadInput(f"{name}: size {g.size} is not divisible by ways * line = "
-                       f"{g.ways} * {g.line}")
+    if (
+        isinstance(g.ways, int)
+        and not isinstance(g.ways, bool)
+        and g.ways >= 1
+        and g.size % (g.ways * g.line)
+    ):
+        raise BadInput(
+            f"{name}: size {g.size} is not divisible by ways * line = {g.ways} * {g.line}"
+        )
     _check_array(name, g.size // g.line, g.ways, "lines")
     if cfg.policy == "plru" and (not _pow2(g.ways) or g.ways > 64):
         raise BadInput(f"{name}: plru needs a power-of-two number of ways up to 64, not {g.ways}")
@@ -198,18 +230,26 @@ def _pow2_sets(units, ways):
     sets = 1
     while sets * 2 <= units // ways and units % (sets * 2) == 0:
         sets *= 2
-    return units // sets, f"; reports {ways}-way, model uses {units // sets}-way for " \
-                          f"power-of-two sets"
+    return (
+        units // sets,
+        f"; reports {ways}-way, model uses {units // sets}-way for power-of-two sets",
+    )
 
 
 # --- defaults from the machine ----------------------------------------------------------------
+
 
 def _sysfs_levels(root):
     """{"l1": CacheGeometry, ...} from sysfs; data or unified caches only."""
     found = {}
     for c in _environment.cache_geometry(root):
-        if c["type"] not in ("Data", "Unified") or not c["size"] or not c["line"] \
-                or c["ways"] is None or c["size"] % c["line"]:
+        if (
+            c["type"] not in ("Data", "Unified")
+            or not c["size"]
+            or not c["line"]
+            or c["ways"] is None
+            or c["size"] % c["line"]
+        ):
             continue
         key = {1: "l1", 2: "l2"}.get(c["level"], "llc")
         if key == "llc" and "llc" in found and found["llc"][0] > c["level"]:
@@ -250,9 +290,12 @@ def _default_tlbs(page):
         dtlb = (lib.PL_SIM_DEFAULT_DTLB_2M_ENTRIES, lib.PL_SIM_DEFAULT_DTLB_2M_WAYS)
     else:
         dtlb = (lib.PL_SIM_DEFAULT_DTLB_ENTRIES, lib.PL_SIM_DEFAULT_DTLB_WAYS)
-    return {"dtlb": TLBGeometry(*dtlb, "default"),
-            "stlb": TLBGeometry(lib.PL_SIM_DEFAULT_STLB_ENTRIES, lib.PL_SIM_DEFAULT_STLB_WAYS,
-                                "default")}
+    return {
+        "dtlb": TLBGeometry(*dtlb, "default"),
+        "stlb": TLBGeometry(
+            lib.PL_SIM_DEFAULT_STLB_ENTRIES, lib.PL_SIM_DEFAULT_STLB_WAYS, "default"
+        ),
+    }
 
 
 def default_config(root="/", page="4k"):
@@ -269,11 +312,18 @@ def default_config(root="/", page="4k"):
     for key in ("l1", "l2"):
         levels.setdefault(key, defaults[key])
     tlbs = {**_default_tlbs(page), **cpuid_tlbs(page)}
-    return SimConfig(l1=levels["l1"], l2=levels["l2"], llc=levels.get("llc"),
-                     dtlb=tlbs["dtlb"], stlb=tlbs["stlb"], page=page)
+    return SimConfig(
+        l1=levels["l1"],
+        l2=levels["l2"],
+        llc=levels.get("llc"),
+        dtlb=tlbs["dtlb"],
+        stlb=tlbs["stlb"],
+        page=page,
+    )
 
 
 # --- parsing user specs -----------------------------------------------------------------------
+
 
 def parse_page(value):
     """'4k' / '2m' (or 4096 / 2097152) -> bytes."""
@@ -302,8 +352,11 @@ def parse_cache(value, name="cache"):
         raise BadInput(f"{name}: {value!r} is not SIZE:WAYS:LINE, e.g. 32K:8:64")
     value = parts
     size, ways, line = value
-    return CacheGeometry(parse_size(size, f"{name} size"), _whole(ways, f"{name} ways"),
-                         parse_size(line, f"{name} line size"))
+    return CacheGeometry(
+        parse_size(size, f"{name} size"),
+        _whole(ways, f"{name} ways"),
+        parse_size(line, f"{name} line size"),
+    )
 
 
 def parse_tlb(value, name="TLB"):

@@ -29,8 +29,14 @@ class StatResult:
             "version": __version__,
             "params": {"command": self.command, "events": [r.name for r in self.counters]},
             "environment": environment(),
-            "measurements": [{"label": "command", "metrics": {
-                r.name: r.to_dict() for r in self.counters + self.rusage + [self.elapsed]}}],
+            "measurements": [
+                {
+                    "label": "command",
+                    "metrics": {
+                        r.name: r.to_dict() for r in self.counters + self.rusage + [self.elapsed]
+                    },
+                }
+            ],
             "exit_status": self.exit_status,
         }
 
@@ -52,8 +58,11 @@ class StatResult:
             f"  {self.elapsed.value:>20.6f}  seconds time elapsed (clock)",
             f"  {usage['utime']:>20.6f}  seconds user (rusage)",
             f"  {usage['stime']:>20.6f}  seconds sys (rusage)",
-            "  rusage: " + "  ".join(f"{k} {usage[k]:,}" for k in
-                                     ("minflt", "majflt", "inblock", "oublock", "nvcsw", "nivcsw")),
+            "  rusage: "
+            + "  ".join(
+                f"{k} {usage[k]:,}"
+                for k in ("minflt", "majflt", "inblock", "oublock", "nvcsw", "nivcsw")
+            ),
             f"          maxrss {usage['maxrss']:,} KiB",
         ]
         return "\n".join(lines)
@@ -101,5 +110,10 @@ def stat(command, events=None, stdout=None):
         raise BadInput(f"cannot run {command[0]}: {os.strerror(err)}")
     usage = _rusage.as_dict(ru)
     counters = add_fallbacks(readings(group.status, before, after), usage)
-    return StatResult(list(command), os.waitstatus_to_exitcode(wstatus), counters,
-                      rusage_readings(usage), Reading("elapsed", (t1 - t0) / 1e9, "clock", "s"))
+    return StatResult(
+        list(command),
+        os.waitstatus_to_exitcode(wstatus),
+        counters,
+        rusage_readings(usage),
+        Reading("elapsed", (t1 - t0) / 1e9, "clock", "s"),
+    )

@@ -7,6 +7,7 @@ The worker side is ``python -m pagelab._worker``: it reads one request on stdin,
 any number of times, then ``{"ok": true, "result": ...}`` or ``{"ok": false, ...}``.
 """
 
+import contextlib
 import importlib
 import json
 import os
@@ -50,8 +51,7 @@ class Interrupted(KeyboardInterrupt):
         return [f"Interrupted: {self}"]
 
 
-def call(target, args, *, timeout=DEFAULT_TIMEOUT, address_space=None, what=None,
-         on_progress=None):
+def call(target, args, *, timeout=DEFAULT_TIMEOUT, address_space=None, what=None, on_progress=None):
     """Run ``target`` ("module:function") with keyword ``args`` in a fresh worker process.
 
     ``address_space``: bytes of address space the task needs beyond the interpreter's own;
@@ -61,33 +61,44 @@ def call(target, args, *, timeout=DEFAULT_TIMEOUT, address_space=None, what=None
     read_fd, write_fd = os.pipe()
     env = dict(os.environ, **{RESULT_FD_ENV: str(write_fd)})
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pagelab._worker"], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(write_fd,), env=env,
-        start_new_session=True)  # its own group: Ctrl-C reaches us, and killpg reaches it all
+        [sys.executable, "-m", "pagelab._worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        pass_fds=(write_fd,),
+        env=env,
+        start_new_session=True,
+    )  # its own group: Ctrl-C reaches us, and killpg reaches it all
     os.close(write_fd)
     output = deque(maxlen=20)  # the last lines the worker printed, for error messages
     messages = []
     try:
-        proc.stdin.write(json.dumps({"target": target, "args": args,
-                                     "address_space": address_space}).encode())
+        proc.stdin.write(
+            json.dumps({"target": target, "args": args, "address_space": address_space}).encode()
+        )
         proc.stdin.close()
         _collect(proc, read_fd, timeout, output, messages, on_progress, what)
     except KeyboardInterrupt:
         _kill(proc)
-        raise Interrupted(f"stopped the {what} worker (pid {proc.pid}); its memory is freed") \
-            from None
+        raise Interrupted(
+            f"stopped the {what} worker (pid {proc.pid}); its memory is freed"
+        ) from None
     finally:
         _kill(proc)
         os.close(read_fd)
     final = next((m for m in reversed(messages) if "ok" in m), None)
     if proc.returncode < 0:
         sig = -proc.returncode
-        raise WorkerDied(f"the {what} worker died with {signal.Signals(sig).name}"
-                         + (f" ({output[-1]})" if output else ""), sig)
+        raise WorkerDied(
+            f"the {what} worker died with {signal.Signals(sig).name}"
+            + (f" ({output[-1]})" if output else ""),
+            sig,
+        )
     if final is None:
         tail = f": {output[-1]}" if output else ""
-        raise WorkerError(f"the {what} worker exited with status {proc.returncode} "
-                          f"without a result{tail}")
+        raise WorkerError(
+            f"the {what} worker exited with status {proc.returncode} without a result{tail}"
+        )
     if not final["ok"]:
         cls = BadInput if final["error"] == "BadInput" else WorkerError
         raise cls(final["message"])
@@ -109,8 +120,9 @@ def _pump(sel, proc, read_fd, timeout, output, messages, on_progress, what):
     while open_streams:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise WorkerTimeout(f"the {what} worker did not finish within {timeout:g} s "
-                                "and was stopped")
+            raise WorkerTimeout(
+                f"the {what} worker did not finish within {timeout:g} s and was stopped"
+            )
         for key, _ in sel.select(timeout=min(left, 0.5)):
             chunk = os.read(key.fd, 65536)
             if not chunk:
@@ -130,16 +142,16 @@ def _pump(sel, proc, read_fd, timeout, output, messages, on_progress, what):
     try:
         proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        raise WorkerTimeout(f"the {what} worker closed its output but did not exit within "
-                            f"{timeout:g} s and was stopped") from None
+        raise WorkerTimeout(
+            f"the {what} worker closed its output but did not exit within "
+            f"{timeout:g} s and was stopped"
+        ) from None
 
 
 def _kill(proc):
     if proc.returncode is None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait()
     for stream in (proc.stdin, proc.stdout):
         if stream and not stream.closed:

@@ -4,8 +4,7 @@ import difflib
 from dataclasses import dataclass
 
 from . import _rusage, _sim
-from ._counters import (CounterGroup, Counts, Reading, add_fallbacks, readings,
-                        rusage_readings)
+from ._counters import CounterGroup, Counts, Reading, add_fallbacks, readings, rusage_readings
 from ._errors import BadInput
 from ._native import ffi, lib
 from ._reasons import Facts
@@ -31,7 +30,8 @@ class Param:
 
     def describe(self):
         if self.choices:
-            return f"{self.name}: one of {', '.join(self.choices)} (default {self.shown(self.default)})"
+            choices = ", ".join(self.choices)
+            return f"{self.name}: one of {choices} (default {self.shown(self.default)})"
         unit = f" {self.unit}" if self.unit else ""
         return f"{self.name}: {self.min}..{self.max}{unit} (default {self.default}) - {self.help}"
 
@@ -53,9 +53,15 @@ def _table():
         for k in range(w.nparams):
             p = w.params[k]
             choices = _s(p.choices)
-            params[_s(p.name)] = Param(_s(p.name), getattr(p, "def"),  # `def` is a keyword
-                                       p.min, p.max, _s(p.unit),
-                                       tuple(choices.split(",")) if choices else None, _s(p.help))
+            params[_s(p.name)] = Param(
+                _s(p.name),
+                getattr(p, "def"),  # `def` is a keyword
+                p.min,
+                p.max,
+                _s(p.unit),
+                tuple(choices.split(",")) if choices else None,
+                _s(p.help),
+            )
         out[_s(w.name)] = Workload(_s(w.name), _s(w.summary), params, i, w.run_sim != ffi.NULL)
     return out
 
@@ -79,8 +85,9 @@ def validate(name, given):
         if key not in table:
             close = difflib.get_close_matches(key, table, n=1, cutoff=0.5)
             hint = f"; did you mean {close[0]}?" if close else ""
-            raise BadInput(f"{name} has no parameter {key!r}{hint} "
-                           f"(parameters: {', '.join(table) or 'none'})")
+            raise BadInput(
+                f"{name} has no parameter {key!r}{hint} (parameters: {', '.join(table) or 'none'})"
+            )
     return {key: _value(name, p, given.get(key, p.default)) for key, p in table.items()}
 
 
@@ -101,6 +108,7 @@ def _value(exp, p, raw):
 
 
 # ---- inside the worker -------------------------------------------------------------------
+
 
 def execute(name, params, events=None, sim=None):
     """Run workload ``name`` in this (worker) process and return its results as JSON-able data.
@@ -136,19 +144,32 @@ def execute(name, params, events=None, sim=None):
     facts = Facts.read()
     status = group.status if group else []
     regions = []
-    for r in out.region[0:out.nregions]:
+    for r in out.region[0 : out.nregions]:
         metrics = _region_metrics(status, r, facts)
         if simulator is not None:
-            metrics.update((rd.name, rd.to_dict()) for rd in
-                           _sim.region_readings(simulator.config, r.begin.sim, r.end.sim))
+            metrics.update(
+                (rd.name, rd.to_dict())
+                for rd in _sim.region_readings(simulator.config, r.begin.sim, r.end.sim)
+            )
         regions.append({"label": ffi.string(r.label).decode(), "metrics": metrics})
-    values_out = [{"label": ffi.string(v.label).decode(), "name": ffi.string(v.name).decode(),
-                   "value": v.value, "unit": ffi.string(v.unit).decode(),
-                   "source": ffi.string(v.source).decode()} for v in out.value[0:out.nvalues]]
+    values_out = [
+        {
+            "label": ffi.string(v.label).decode(),
+            "name": ffi.string(v.name).decode(),
+            "value": v.value,
+            "unit": ffi.string(v.unit).decode(),
+            "source": ffi.string(v.source).decode(),
+        }
+        for v in out.value[0 : out.nvalues]
+    ]
     if group:
         group.close()
-    result = {"regions": regions, "values": values_out, "text": ffi.string(out.text).decode(),
-              "overflow": bool(out.overflow)}
+    result = {
+        "regions": regions,
+        "values": values_out,
+        "text": ffi.string(out.text).decode(),
+        "overflow": bool(out.overflow),
+    }
     if simulator is not None:
         result["sim"] = simulator.config.to_dict()
     return result
@@ -157,14 +178,16 @@ def execute(name, params, events=None, sim=None):
 def _region_metrics(status, r, facts):
     def counts(snap):
         c = snap.counts
-        return Counts(c.time_enabled, c.time_running, tuple(c.value[0:len(status)]))
+        return Counts(c.time_enabled, c.time_running, tuple(c.value[0 : len(status)]))
 
     opened = any(s.opened for s in status)
-    counters = readings(status, counts(r.begin) if opened else None,
-                        counts(r.end) if opened else None, facts)
+    counters = readings(
+        status, counts(r.begin) if opened else None, counts(r.end) if opened else None, facts
+    )
     usage = _rusage.delta(_rusage.as_dict(r.begin.rusage), _rusage.as_dict(r.end.rusage))
     add_fallbacks(counters, usage)
     elapsed = (r.end.clock.tv_sec - r.begin.clock.tv_sec) + (
-        r.end.clock.tv_nsec - r.begin.clock.tv_nsec) / 1e9
+        r.end.clock.tv_nsec - r.begin.clock.tv_nsec
+    ) / 1e9
     all_readings = counters + rusage_readings(usage) + [Reading("elapsed", elapsed, "clock", "s")]
     return {rd.name: rd.to_dict() for rd in all_readings}

@@ -17,8 +17,13 @@ def per(reading, divisor, name, unit=""):
     """A reading divided by a count, keeping its source (or its fallback's)."""
     value = reading.best
     source = reading.best_source
-    return Reading(name, None if value is None else value / divisor, source, unit,
-                   reason=None if value is not None else reading.reason)
+    return Reading(
+        name,
+        None if value is None else value / divisor,
+        source,
+        unit,
+        reason=None if value is not None else reading.reason,
+    )
 
 
 def ratio_text(x):

@@ -42,15 +42,20 @@ def simulated(ctx, config=None, **overrides):
     """Run the simulated build of ctx's workload if this run asked for it and it exists.
     ``config`` adds to SIM_CONFIG, e.g. {"page": "2m"} where the workload uses huge pages."""
     if not ctx.sim:
-        return Simulated(reason="this run had no simulated variant (run it with sim=True, or "
-                                "--sim, to have the simulator model it)")
+        return Simulated(
+            reason="this run had no simulated variant (run it with sim=True, or "
+            "--sim, to have the simulator model it)"
+        )
     if not workload(ctx.name).has_sim:
-        return Simulated(reason=f"this run had no simulated variant ({ctx.name} has no "
-                                "simulated build yet)")
-    measured, _ = ctx.workload(sim={**SIM_CONFIG, **(config or {})},
-                               what=f"{ctx.name} (simulated)", **overrides)
-    by_label = {m.label: {n: r for n, r in m.metrics.items() if r.source == "sim"}
-                for m in measured}
+        return Simulated(
+            reason=f"this run had no simulated variant ({ctx.name} has no simulated build yet)"
+        )
+    measured, _ = ctx.workload(
+        sim={**SIM_CONFIG, **(config or {})}, what=f"{ctx.name} (simulated)", **overrides
+    )
+    by_label = {
+        m.label: {n: r for n, r in m.metrics.items() if r.source == "sim"} for m in measured
+    }
     if not any(by_label.values()):
         return Simulated(reason="the simulated run returned no counts")
     return Simulated(by_label)
@@ -95,8 +100,11 @@ def why_not(sim, *readings):
     for r in readings:
         if r.best is None:
             return f"{r.name} is not available here ({r.reason}) and {sim.reason}"
-    return ("no single source counted all of " + ", ".join(r.name for r in readings) +
-            " (hardware and simulated counts are never mixed in one ratio)")
+    return (
+        "no single source counted all of "
+        + ", ".join(r.name for r in readings)
+        + " (hardware and simulated counts are never mixed in one ratio)"
+    )
 
 
 def ratio(name, num, den, unit=""):
@@ -104,8 +112,13 @@ def ratio(name, num, den, unit=""):
     got = same_source(num, den)
     if got is None:
         missing = num if num.best is None else den
-        return Reading(name, None, missing.source, unit,
-                       reason=missing.reason or "no single source counted both")
+        return Reading(
+            name,
+            None,
+            missing.source,
+            unit,
+            reason=missing.reason or "no single source counted both",
+        )
     (n, d), source = got
     if not d:
         return Reading(name, None, source, unit, reason=f"{den.name} counted 0 ({source})")

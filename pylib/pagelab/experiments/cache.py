@@ -11,8 +11,14 @@ LINE = 64  # the workload's node of access: one cache line (csrc/workloads/cache
 COUNTS = ("L1-dcache-loads", "L1-dcache-load-misses", "dTLB-load-misses")
 EVENTS = ",".join(COUNTS + ("page-faults", "task-clock"))
 VARIANTS = ("sequential", "random")
-SUMMARY = ("ns_per_access", "l1_load_miss_rate", "dtlb_misses_per_set", "page-faults", "minflt",
-           "utime")
+SUMMARY = (
+    "ns_per_access",
+    "l1_load_miss_rate",
+    "dtlb_misses_per_set",
+    "page-faults",
+    "minflt",
+    "utime",
+)
 # A working set that fits L1 misses once per line when its base moves, then hits for the other
 # passes: 1/16 of the loads at the seed's 16 passes (6.25%). 10% leaves room for a few conflict
 # misses from the rest of the program; a set that does not fit misses on most loads.
@@ -24,8 +30,10 @@ TLB_RATIO_MIN = 3.0
 
 def memory(p):
     if p["lines"] * LINE > p["size_mb"] * MIB:
-        raise BadInput(f"cache: a working set of {p['lines']} lines ({p['lines'] * LINE:,} bytes) "
-                       f"does not fit the {p['size_mb']} MiB buffer")
+        raise BadInput(
+            f"cache: a working set of {p['lines']} lines ({p['lines'] * LINE:,} bytes) "
+            f"does not fit the {p['size_mb']} MiB buffer"
+        )
     size = p["size_mb"] * MIB
     return size, size
 
@@ -42,20 +50,30 @@ def run(ctx):
         m.add(per(m["dTLB-load-misses"], p["sets"], "dtlb_misses_per_set"))
     by = {m.label: m for m in measured}
     claims = [_l1_low(by, p, sim), _tlb_ratio(by, sim)]
-    notes = [f"{accesses:,} accesses per variant ({p['sets']:,} working sets x {p['passes']} "
-             f"passes x {p['lines']} lines, 1 in {p['write_every']} written); ns_per_access is "
-             "the region's wall-clock time over that count."]
+    notes = [
+        f"{accesses:,} accesses per variant ({p['sets']:,} working sets x {p['passes']} "
+        f"passes x {p['lines']} lines, 1 in {p['write_every']} written); ns_per_access is "
+        "the region's wall-clock time over that count."
+    ]
     return ctx.result(measured, claims, notes, summary=SUMMARY, figure=figure)
 
 
 def _l1d_size():
-    return next((c["size"] for c in env.cache_geometry()
-                 if c["level"] == 1 and c["type"] in ("Data", "Unified")), None)
+    return next(
+        (
+            c["size"]
+            for c in env.cache_geometry()
+            if c["level"] == 1 and c["type"] in ("Data", "Unified")
+        ),
+        None,
+    )
 
 
 def _l1_low(by, p, sim):
-    text = ("the L1D read miss rate stays low for sequential and random bases alike: each "
-            "working set fits L1 and misses only when its base moves")
+    text = (
+        "the L1D read miss rate stays low for sequential and random bases alike: each "
+        "working set fits L1 and misses only when its base moves"
+    )
     rates = [by[v]["l1_load_miss_rate"] for v in VARIANTS]
     if any(r.value is None for r in rates):
         names = [by[v][n] for v in VARIANTS for n in ("L1-dcache-load-misses", "L1-dcache-loads")]
@@ -63,11 +81,15 @@ def _l1_low(by, p, sim):
     l1 = _l1d_size()
     fits = f"L1d {l1 // 1024} KiB (sysfs)" if l1 else "L1d size unknown (no sysfs cache info)"
     worst = max(r.value for r in rates)
-    return Claim("cache-l1-miss-rate-low", text, worst <= MISS_RATE_MAX,
-                 f"sequential {rates[0].value:.2%}, random {rates[1].value:.2%} of "
-                 f"L1-dcache-loads miss ({rates[0].source}); compulsory share 1/{p['passes']} = "
-                 f"{1 / p['passes']:.2%}; threshold {MISS_RATE_MAX:.0%}; working set "
-                 f"{p['lines'] * LINE // 1024} KiB, {fits}")
+    return Claim(
+        "cache-l1-miss-rate-low",
+        text,
+        worst <= MISS_RATE_MAX,
+        f"sequential {rates[0].value:.2%}, random {rates[1].value:.2%} of "
+        f"L1-dcache-loads miss ({rates[0].source}); compulsory share 1/{p['passes']} = "
+        f"{1 / p['passes']:.2%}; threshold {MISS_RATE_MAX:.0%}; working set "
+        f"{p['lines'] * LINE // 1024} KiB, {fits}",
+    )
 
 
 def _tlb_ratio(by, sim):
@@ -79,11 +101,16 @@ def _tlb_ratio(by, sim):
     (s, r), source = got
     counts = f"random {r:,.0f} vs sequential {s:,.0f} dTLB-load-misses ({source})"
     if s == 0:  # sequential bases enter each page through a store, so no load may miss at all
-        return Claim("cache-random-more-dtlb-misses", text, r > 0,
-                     f"{counts}: sequential took no load misses at all")
+        return Claim(
+            "cache-random-more-dtlb-misses",
+            text,
+            r > 0,
+            f"{counts}: sequential took no load misses at all",
+        )
     x = r / s
-    return Claim("cache-random-more-dtlb-misses", text, x >= TLB_RATIO_MIN,
-                 f"{ratio_text(x)}: {counts}")
+    return Claim(
+        "cache-random-more-dtlb-misses", text, x >= TLB_RATIO_MIN, f"{ratio_text(x)}: {counts}"
+    )
 
 
 def figure(result):
@@ -93,8 +120,10 @@ def figure(result):
     return side_by_side(
         "cache: 512-line working sets at sequential vs random bases",
         bars("L1D load miss rate", list(VARIANTS), [m["l1_load_miss_rate"] for m in ms]),
-        bars("dTLB load misses per working set", list(VARIANTS),
-             [m["dtlb_misses_per_set"] for m in ms]),
+        bars(
+            "dTLB load misses per working set",
+            list(VARIANTS),
+            [m["dtlb_misses_per_set"] for m in ms],
+        ),
         bars("ns per access", list(VARIANTS), [m["ns_per_access"] for m in ms]),
     )
-

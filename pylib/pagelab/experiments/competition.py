@@ -25,17 +25,39 @@ TIMEOUT = 300
 EVENTS = "page-faults,minor-faults,major-faults"
 SLICES = 20  # time slices per competition phase (SLICES in competition.c)
 WRITE_CHUNK = MIB  # the victim's write buffer (WRITE_CHUNK in competition.c)
-SUMMARY = ("major-faults", "minor-faults", "inblock", "before touch", "after touch",
-           "after eviction", "after pageout", "after re-access", "us_per_pass", "file resident",
-           "anon resident", "alloc_s", "passes")
+SUMMARY = (
+    "major-faults",
+    "minor-faults",
+    "inblock",
+    "before touch",
+    "after touch",
+    "after eviction",
+    "after pageout",
+    "after re-access",
+    "us_per_pass",
+    "file resident",
+    "anon resident",
+    "alloc_s",
+    "passes",
+)
 # Eviction may leave a few pages behind that it could not isolate at that instant (in a per-CPU
 # LRU batch, locked, or mapped elsewhere); more than a tenth left means it did not work.
 EVICTED_MAX_LEFT = 0.10
 BLOCK = 512  # rusage inblock counts 512-byte blocks
-FS_NAMES = {0xef53: "ext2/3/4", 0x58465342: "xfs", 0x9123683e: "btrfs", 0x794c7630: "overlayfs",
-            0x01021994: "tmpfs", 0x858458f6: "ramfs", 0x6969: "nfs", 0xf2f52010: "f2fs"}
-NOT_DISK = ("the victim's file lives on {fs} in {dir} (no disk-backed scratch directory was "
-            "found): its pages are memory and cannot be evicted to disk")
+FS_NAMES = {
+    0xEF53: "ext2/3/4",
+    0x58465342: "xfs",
+    0x9123683E: "btrfs",
+    0x794C7630: "overlayfs",
+    0x01021994: "tmpfs",
+    0x858458F6: "ramfs",
+    0x6969: "nfs",
+    0xF2F52010: "f2fs",
+}
+NOT_DISK = (
+    "the victim's file lives on {fs} in {dir} (no disk-backed scratch directory was "
+    "found): its pages are memory and cannot be evicted to disk"
+)
 
 
 def memory(p):
@@ -81,10 +103,16 @@ def run(ctx):
         m = by[label]
         m.add(Reading("us_per_pass", m["elapsed"].value * 1e6 / m["passes"].value, "clock", "us"))
     swap = env.swap_total()
-    claims = [_mincore(by, f, p), _major(by, f), _disk(by, f), _anon(by, f, swap),
-              _competitor(by, p, f)]
-    return ctx.result(measured, claims, _notes(by, f, p, swap), text=raw["text"],
-                      summary=SUMMARY, figure=figure)
+    claims = [
+        _mincore(by, f, p),
+        _major(by, f),
+        _disk(by, f),
+        _anon(by, f, swap),
+        _competitor(by, p, f),
+    ]
+    return ctx.result(
+        measured, claims, _notes(by, f, p, swap), text=raw["text"], summary=SUMMARY, figure=figure
+    )
 
 
 def _fs(f):
@@ -107,18 +135,25 @@ def _evicted(by):
 
 
 def _mincore(by, f, p):
-    text = ("mincore on the victim's own file shows every page resident after touching, almost "
-            "none after eviction, and all of them again after re-access")
+    text = (
+        "mincore on the victim's own file shows every page resident after touching, almost "
+        "none after eviction, and all of them again after re-access"
+    )
     cid = "mincore-shows-eviction"
     if why := _not_disk(f):
         return Claim(cid, text, None, reason=why)
-    touched, left, back = (_res(by, "file residency", s)
-                           for s in ("after touch", "after eviction", "after re-access"))
+    touched, left, back = (
+        _res(by, "file residency", s) for s in ("after touch", "after eviction", "after re-access")
+    )
     pages = _pages(p, f)
     holds = touched == pages and left <= EVICTED_MAX_LEFT * pages and back == pages
-    return Claim(cid, text, holds,
-                 f"resident pages of {pages:,}: {touched:,} after touch, {left:,} after eviction, "
-                 f"{back:,} after re-access (mincore, rusage)")
+    return Claim(
+        cid,
+        text,
+        holds,
+        f"resident pages of {pages:,}: {touched:,} after touch, {left:,} after eviction, "
+        f"{back:,} after re-access (mincore, rusage)",
+    )
 
 
 def _pages(p, f):
@@ -132,8 +167,10 @@ def _faults(m, name):
 
 
 def _major(by, f):
-    text = ("evicted file pages come back as major faults, while pages still in memory come back "
-            "as minor faults only")
+    text = (
+        "evicted file pages come back as major faults, while pages still in memory come back "
+        "as minor faults only"
+    )
     cid = "evicted-pages-major-faults"
     if why := _not_disk(f):
         return Claim(cid, text, None, reason=why)
@@ -146,10 +183,14 @@ def _major(by, f):
     minor0, _ = _faults(first, "minor-faults")
     evicted = _evicted(by)
     holds = evicted > 0 and major >= 1 and major0 == 0
-    return Claim(cid, text, holds,
-                 f"re-access after evicting {evicted:,} pages: {major:,} major + {minor:,} minor "
-                 f"faults ({src}); first touch while resident: {major0:,} major + {minor0:,} "
-                 f"minor ({src0})")
+    return Claim(
+        cid,
+        text,
+        holds,
+        f"re-access after evicting {evicted:,} pages: {major:,} major + {minor:,} minor "
+        f"faults ({src}); first touch while resident: {major0:,} major + {minor0:,} "
+        f"minor ({src0})",
+    )
 
 
 def _disk(by, f):
@@ -158,112 +199,178 @@ def _disk(by, f):
     if why := _not_disk(f):
         return Claim(cid, text, None, reason=why)
     if not task_io_accounting():
-        return Claim(cid, text, None, reason="this kernel keeps no per-task I/O counts "
-                     "(CONFIG_TASK_IO_ACCOUNTING is off: /proc/self/io is missing), so rusage "
-                     "inblock cannot show the reads")
+        return Claim(
+            cid,
+            text,
+            None,
+            reason="this kernel keeps no per-task I/O counts "
+            "(CONFIG_TASK_IO_ACCOUNTING is off: /proc/self/io is missing), so rusage "
+            "inblock cannot show the reads",
+        )
     blocks = by["file: re-access"]["inblock"].value
     evicted = _evicted(by) * int(f["page_size"])
     holds = evicted > 0 and blocks * BLOCK >= evicted
-    return Claim(cid, text, holds,
-                 f"{blocks * BLOCK / MIB:,.1f} MiB read ({blocks:,} blocks of 512 B, rusage) "
-                 f"for {evicted / MIB:,.1f} MiB evicted (mincore)")
+    return Claim(
+        cid,
+        text,
+        holds,
+        f"{blocks * BLOCK / MIB:,.1f} MiB read ({blocks:,} blocks of 512 B, rusage) "
+        f"for {evicted / MIB:,.1f} MiB evicted (mincore)",
+    )
 
 
 def _anon(by, f, swap):
-    text = ("without swap, MADV_PAGEOUT cannot reclaim anonymous memory: it stays resident and "
-            "comes back without major faults")
+    text = (
+        "without swap, MADV_PAGEOUT cannot reclaim anonymous memory: it stays resident and "
+        "comes back without major faults"
+    )
     cid = "anon-pageout-needs-swap"
     touched, after = (_res(by, "anon residency", s) for s in ("after touch", "after pageout"))
     measured = f"{after:,} of {touched:,} anonymous pages stayed resident after MADV_PAGEOUT"
     err = int(f.get("anon_pageout_errno", "0"))
     if err:
-        return Claim(cid, text, None, reason=f"MADV_PAGEOUT failed here with "
-                     f"{errno.errorcode.get(err, err)} (it needs Linux 5.4)")
+        return Claim(
+            cid,
+            text,
+            None,
+            reason=f"MADV_PAGEOUT failed here with "
+            f"{errno.errorcode.get(err, err)} (it needs Linux 5.4)",
+        )
     if swap is None:
-        return Claim(cid, text, None, reason="/proc/swaps cannot be read, so whether this "
-                     f"machine has swap is unknown; measured: {measured}")
+        return Claim(
+            cid,
+            text,
+            None,
+            reason="/proc/swaps cannot be read, so whether this "
+            f"machine has swap is unknown; measured: {measured}",
+        )
     if swap > 0:
-        return Claim(cid, text, None, reason=f"this machine has {swap / MIB:,.0f} MiB of swap, so "
-                     f"the no-swap case cannot be shown here; measured: {measured}")
+        return Claim(
+            cid,
+            text,
+            None,
+            reason=f"this machine has {swap / MIB:,.0f} MiB of swap, so "
+            f"the no-swap case cannot be shown here; measured: {measured}",
+        )
     again = by["anon: re-access"]
     if why := unavailable(again["major-faults"]):
         return Claim(cid, text, None, reason=why)
     major, src = _faults(again, "major-faults")
     holds = touched > 0 and after == touched and major == 0
-    return Claim(cid, text, holds, f"no swap (/proc/swaps is empty): {measured}; re-access took "
-                 f"{major:,} major faults ({src})")
+    return Claim(
+        cid,
+        text,
+        holds,
+        f"no swap (/proc/swaps is empty): {measured}; re-access took "
+        f"{major:,} major faults ({src})",
+    )
 
 
 def _competitor(by, p, f):
-    text = ("a competitor that leaves memory to spare takes none of the victim's pages: no major "
-            "faults and every page still resident while it runs")
+    text = (
+        "a competitor that leaves memory to spare takes none of the victim's pages: no major "
+        "faults and every page still resident while it runs"
+    )
     cid = "competitor-with-room-takes-nothing"
     limit = env.cgroup_memory_limit()
     if limit is not None:
-        return Claim(cid, text, None, reason=f"a cgroup memory limit ({limit / MIB:,.0f} MiB) "
-                     "applies here and MemAvailable does not show how much of it was left, so "
-                     "'memory to spare' cannot be established")
+        return Claim(
+            cid,
+            text,
+            None,
+            reason=f"a cgroup memory limit ({limit / MIB:,.0f} MiB) "
+            "applies here and MemAvailable does not show how much of it was left, so "
+            "'memory to spare' cannot be established",
+        )
     m = by["with competitor"]
     avail = m["mem_available_mib"].value
     used = 2 * p["size_mb"] + p["competitor_mb"]
     # "to spare": after everything was allocated, at least as much again was still available,
     # far above the watermarks where the kernel starts reclaiming
     if avail < used:
-        return Claim(cid, text, None, reason=f"memory was scarce during the run: MemAvailable "
-                     f"{avail:,.0f} MiB with victim and competitor using {used:,} MiB")
+        return Claim(
+            cid,
+            text,
+            None,
+            reason=f"memory was scarce during the run: MemAvailable "
+            f"{avail:,.0f} MiB with victim and competitor using {used:,} MiB",
+        )
     if why := unavailable(m["major-faults"]):
         return Claim(cid, text, None, reason=why)
     major, src = _faults(m, "major-faults")
     file_res, anon_res = int(m["file resident"].value), int(m["anon resident"].value)
     pages = _pages(p, f)
     holds = major == 0 and file_res == pages and anon_res == pages
-    return Claim(cid, text, holds,
-                 f"victim with the competitor: {major:,} major faults ({src}), {file_res:,} + "
-                 f"{anon_res:,} of {pages:,} + {pages:,} file + anonymous pages resident "
-                 f"(mincore); MemAvailable {avail:,.0f} MiB for {used:,} MiB in use (rusage)")
+    return Claim(
+        cid,
+        text,
+        holds,
+        f"victim with the competitor: {major:,} major faults ({src}), {file_res:,} + "
+        f"{anon_res:,} of {pages:,} + {pages:,} file + anonymous pages resident "
+        f"(mincore); MemAvailable {avail:,.0f} MiB for {used:,} MiB in use (rusage)",
+    )
 
 
 def _notes(by, f, p, swap):
     notes = []
     where = f"{f.get('file_dir')} on {_fs(f)}"
     if f.get("file_block_backed") == "1":
-        how = ("O_TMPFILE" if f.get("file_how") == "O_TMPFILE"
-               else "created with a name and unlinked at once: no O_TMPFILE here")
-        notes.append(f"The victim's file is unnamed ({how}; freed when closed) in {where}. "
-                     "mincore tells the truth about it because the victim created it: for files "
-                     "the caller could not write, mincore reports every page resident.")
+        how = (
+            "O_TMPFILE"
+            if f.get("file_how") == "O_TMPFILE"
+            else "created with a name and unlinked at once: no O_TMPFILE here"
+        )
+        notes.append(
+            f"The victim's file is unnamed ({how}; freed when closed) in {where}. "
+            "mincore tells the truth about it because the victim created it: for files "
+            "the caller could not write, mincore reports every page resident."
+        )
     else:
         notes.append(NOT_DISK.format(fs=_fs(f), dir=f.get("file_dir")) + ".")
     if f.get("file_skipped"):
-        notes.append("Skipped memory-only scratch directories: "
-                     + ", ".join(s.split()[0] for s in f["file_skipped"]) + ".")
+        notes.append(
+            "Skipped memory-only scratch directories: "
+            + ", ".join(s.split()[0] for s in f["file_skipped"])
+            + "."
+        )
     path = f.get("evict_path")
     if path == "MADV_PAGEOUT":
         notes.append("Eviction path: madvise(MADV_PAGEOUT) on the mapping.")
     else:
         err = int(f.get("evict_pageout_errno", "0"))
-        why = (f"MADV_PAGEOUT failed with {errno.errorcode.get(err, err)}, so the fallback ran"
-               if err else "as asked with evict=fadvise")
+        why = (
+            f"MADV_PAGEOUT failed with {errno.errorcode.get(err, err)}, so the fallback ran"
+            if err
+            else "as asked with evict=fadvise"
+        )
         notes.append(f"Eviction path: munmap + posix_fadvise(POSIX_FADV_DONTNEED) + mmap ({why}).")
     ra = readahead_kb(f.get("file_dev", ""))
     if f.get("file_block_backed") != "1":
         pass  # nothing is read back from disk: readahead plays no part
     elif p["readahead"] == 0:
         window = f"up to read_ahead_kb={ra} KiB" if ra is not None else "a readahead window"
-        notes.append(f"Readahead: one major fault reads in {window} of the file; the later "
-                     "faults in that window find the pages in memory and are minor.")
+        notes.append(
+            f"Readahead: one major fault reads in {window} of the file; the later "
+            "faults in that window find the pages in memory and are minor."
+        )
     else:
-        notes.append("Readahead off (MADV_RANDOM): each fault on an evicted page reads just that "
-                     "page, so expect one major fault per evicted page.")
+        notes.append(
+            "Readahead off (MADV_RANDOM): each fault on an evicted page reads just that "
+            "page, so expect one major fault per evicted page."
+        )
     touched, after = (_res(by, "anon residency", s) for s in ("after touch", "after pageout"))
     if swap == 0:
-        notes.append(f"No swap on this machine: MADV_PAGEOUT on anonymous memory returned "
-                     f"success and reclaimed nothing ({after:,} of {touched:,} pages stayed "
-                     "resident). Anonymous pages have no file to be re-read from; without swap "
-                     "they cannot leave memory.")
+        notes.append(
+            f"No swap on this machine: MADV_PAGEOUT on anonymous memory returned "
+            f"success and reclaimed nothing ({after:,} of {touched:,} pages stayed "
+            "resident). Anonymous pages have no file to be re-read from; without swap "
+            "they cannot leave memory."
+        )
     elif swap:
-        notes.append(f"This machine has swap ({swap / MIB:,.0f} MiB): {after:,} of {touched:,} "
-                     "anonymous pages stayed resident after MADV_PAGEOUT.")
+        notes.append(
+            f"This machine has swap ({swap / MIB:,.0f} MiB): {after:,} of {touched:,} "
+            "anonymous pages stayed resident after MADV_PAGEOUT."
+        )
     alone, contested = by["alone"], by["with competitor"]
     avail = contested["mem_available_mib"].value
     notes.append(
@@ -274,9 +381,12 @@ def _notes(by, f, p, swap):
         f"{contested['us_per_pass'].value:,.0f} us against {alone['us_per_pass'].value:,.0f} us "
         f"alone (clock; involuntary context switches {contested['nivcsw'].value:,} vs "
         f"{alone['nivcsw'].value:,}, rusage): any difference without extra faults is competition "
-        "for caches, memory bandwidth and CPU time, not for pages.")
-    notes.append("Residency is counted with mincore(2) and MemAvailable read from /proc/meminfo: "
-                 "kernel-reported facts outside perf, labelled 'rusage'.")
+        "for caches, memory bandwidth and CPU time, not for pages."
+    )
+    notes.append(
+        "Residency is counted with mincore(2) and MemAvailable read from /proc/meminfo: "
+        "kernel-reported facts outside perf, labelled 'rusage'."
+    )
     return notes
 
 
@@ -287,26 +397,47 @@ def figure(result):
     stages = ["before touch", "after touch", "after eviction", "after re-access"]
     anon_stage = {"after eviction": "after pageout"}
     residency = grouped_bars(
-        "mincore: resident pages", ["before touch", "after touch", "after evict/pageout",
-                                    "after re-access"],
-        {"file": [by["file residency"][s] for s in stages],
-         "anonymous": [by["anon residency"][anon_stage.get(s, s)] for s in stages]},
-        y_title="pages")
+        "mincore: resident pages",
+        ["before touch", "after touch", "after evict/pageout", "after re-access"],
+        {
+            "file": [by["file residency"][s] for s in stages],
+            "anonymous": [by["anon residency"][anon_stage.get(s, s)] for s in stages],
+        },
+        y_title="pages",
+    )
     regions = ["file: first touch", "file: re-access", "anon: first touch", "anon: re-access"]
     faults = grouped_bars(
-        "faults: major vs minor", regions,
-        {"major": [by[r]["major-faults"] for r in regions],
-         "minor": [by[r]["minor-faults"] for r in regions]}, log=True, y_title="faults")
+        "faults: major vs minor",
+        regions,
+        {
+            "major": [by[r]["major-faults"] for r in regions],
+            "minor": [by[r]["minor-faults"] for r in regions],
+        },
+        log=True,
+        y_title="faults",
+    )
     seconds = result.params["seconds"]
     x = [round(seconds * (i + 1) / SLICES, 3) for i in range(SLICES)]
     names = [f"s{i + 1:02d}" for i in range(SLICES)]
     phases = ("alone", "with competitor")
-    per_pass = lines("victim: time per pass", x,
-                     {ph: [by[ph][f"{n} us_per_pass"] for n in names] for ph in phases},
-                     "s into the phase", y_title="us per pass")
-    slice_faults = lines("victim: faults per slice", x,
-                         {f"{ph}: {k}": [by[ph][f"{n} {k}"] for n in names]
-                          for ph in phases for k in ("majflt", "minflt")},
-                         "s into the phase", y_title="faults")
-    return grid("competition: eviction and a competitor", (residency, faults),
-                (per_pass, slice_faults))
+    per_pass = lines(
+        "victim: time per pass",
+        x,
+        {ph: [by[ph][f"{n} us_per_pass"] for n in names] for ph in phases},
+        "s into the phase",
+        y_title="us per pass",
+    )
+    slice_faults = lines(
+        "victim: faults per slice",
+        x,
+        {
+            f"{ph}: {k}": [by[ph][f"{n} {k}"] for n in names]
+            for ph in phases
+            for k in ("majflt", "minflt")
+        },
+        "s into the phase",
+        y_title="faults",
+    )
+    return grid(
+        "competition: eviction and a competitor", (residency, faults), (per_pass, slice_faults)
+    )

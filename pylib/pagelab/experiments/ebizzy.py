@@ -49,23 +49,36 @@ def run(ctx):
         text.append(_profile_text(m, raw))
     by = {m.label: m for m in measured}
     pages = (p["buffer_kb"] << 10) // PAGE
-    storms = [s for s in STORMS if s in by and (s != "malloc-fixed" or
-                                                p["buffer_kb"] << 10 >= GLIBC_MMAP_THRESHOLD)]
+    storms = [
+        s
+        for s in STORMS
+        if s in by and (s != "malloc-fixed" or p["buffer_kb"] << 10 >= GLIBC_MMAP_THRESHOLD)
+    ]
     fixes = [f for f in FIXES if f in by]
     claims = [_fresh(by, storms, pages), _fewer(by, storms, fixes), _faster(by, storms, fixes)]
-    return ctx.result(measured + sites, claims, _notes(by, storms), text="\n".join(text),
-                      summary=SUMMARY, figure=figure)
+    return ctx.result(
+        measured + sites,
+        claims,
+        _notes(by, storms),
+        text="\n".join(text),
+        summary=SUMMARY,
+        figure=figure,
+    )
 
 
 def _total(readings, name):
     """One reading summed over rounds; unavailable counters keep their reason and fallback."""
     first = readings[0]
     if all(r.value is not None for r in readings):
-        return Reading(name, sum(r.value for r in readings), first.source, first.unit,
-                       kernel_excluded=first.kernel_excluded)
+        return Reading(
+            name,
+            sum(r.value for r in readings),
+            first.source,
+            first.unit,
+            kernel_excluded=first.kernel_excluded,
+        )
     fb = [r.fallback for r in readings]
-    fallback = (Reading(fb[0].name, sum(f.value for f in fb), fb[0].source) if all(fb)
-                else None)
+    fallback = Reading(fb[0].name, sum(f.value for f in fb), fb[0].source) if all(fb) else None
     return Reading(name, None, first.source, first.unit, reason=first.reason, fallback=fallback)
 
 
@@ -75,8 +88,11 @@ def _summarise(mode, regions, raw, p, facts):
     records = per_round * len(rounds)
     m = Measured(mode)
     rates = [per_round / r["elapsed"].value for r in rounds]
-    for name, value in (("records_per_s", statistics.median(rates)),
-                        ("records_per_s_min", min(rates)), ("records_per_s_max", max(rates))):
+    for name, value in (
+        ("records_per_s", statistics.median(rates)),
+        ("records_per_s_min", min(rates)),
+        ("records_per_s_max", max(rates)),
+    ):
         m.add(Reading(name, round(value), "clock", "1/s"))
     faults = m.add(_total([r["page-faults"] for r in rounds], "page-faults"))
     m.add(per(faults, records, "faults_per_record"))
@@ -94,8 +110,14 @@ def _summarise(mode, regions, raw, p, facts):
         if why:
             m.add(Reading(f"profile_{name}", None, "sw", reason=why))
         else:
-            m.add(Reading(f"profile_{name}", int(prof[key]), "sw",
-                          kernel_excluded=bool(prof["kernel_excluded"])))
+            m.add(
+                Reading(
+                    f"profile_{name}",
+                    int(prof[key]),
+                    "sw",
+                    kernel_excluded=bool(prof["kernel_excluded"]),
+                )
+            )
     if why:
         return m, []
     m.add(Reading("profile_undelivered", int(prof["counted"] - prof["samples"]), "sw"))
@@ -115,13 +137,15 @@ def _profile_failure(prof, facts):
         if not key.endswith("_errno"):
             continue
         err = int(value)
-        step = key[:-len("_errno")]
+        step = key[: -len("_errno")]
         if step == "perf_event_open":
             return f"fault sampling not available here ({explain(err, 'sw', facts)})"
         if step == "mmap":
-            return (f"mapping the sample ring failed ({explain(err, 'sw', facts).code}: the "
-                    "locked-memory limit, perf_event_mlock_kb or RLIMIT_MEMLOCK); try a "
-                    "smaller ring_kb or fewer threads")
+            return (
+                f"mapping the sample ring failed ({explain(err, 'sw', facts).code}: the "
+                "locked-memory limit, perf_event_mlock_kb or RLIMIT_MEMLOCK); try a "
+                "smaller ring_kb or fewer threads"
+            )
         return f"reading the fault samples failed at {step} (errno {err})"
     return None
 
@@ -139,11 +163,14 @@ def _profile_text(m, raw):
     s = m["profile_samples"]
     if s.value is None:
         return head + s.reason
-    lines = [head + f"{s.value:,} fault samples, {m['profile_lost'].value:,} lost, "
-             f"{m['profile_distinct_pages'].value:,} distinct data pages"]
+    lines = [
+        head + f"{s.value:,} fault samples, {m['profile_lost'].value:,} lost, "
+        f"{m['profile_distinct_pages'].value:,} distinct data pages"
+    ]
     total = s.value or 1
-    lines += [f"  {n / total:6.1%}  {n:>9,}  {where}  ({module})" for n, where, module in
-              _sites(raw)]
+    lines += [
+        f"  {n / total:6.1%}  {n:>9,}  {where}  ({module})" for n, where, module in _sites(raw)
+    ]
     return "\n".join(lines)
 
 
@@ -169,9 +196,12 @@ def _fresh(by, storms, pages):
     # each page of a fresh mapping faults once per record: 0.9 x pages is the seed's bar
     holds = all(_fpr(by, s).best >= 0.9 * pages for s in storms)
     shown = ", ".join(f"{s} {_fpr(by, s).best:,.1f}" for s in storms)
-    return Claim("fresh-buffers-fault", text, holds,
-                 f"{shown} faults per record for a {pages}-page buffer "
-                 f"({_fpr(by, storms[0]).best_source})")
+    return Claim(
+        "fresh-buffers-fault",
+        text,
+        holds,
+        f"{shown} faults per record for a {pages}-page buffer ({_fpr(by, storms[0]).best_source})",
+    )
 
 
 def _fewer(by, storms, fixes):
@@ -183,9 +213,13 @@ def _fewer(by, storms, fixes):
     base = min(_fpr(by, s).best for s in storms)  # the mildest storm
     ratios = {f: base / _fpr(by, f).best if _fpr(by, f).best else float("inf") for f in fixes}
     shown = ", ".join(f"{f} {_fpr(by, f).best:,.3g} ({_ratio(r)})" for f, r in ratios.items())
-    return Claim("fix-cuts-faults", text, all(r >= 10 for r in ratios.values()),
-                 f"faults per record: {shown} vs {base:,.1f} for the fresh buffers "
-                 f"({_fpr(by, fixes[0]).best_source})")
+    return Claim(
+        "fix-cuts-faults",
+        text,
+        all(r >= 10 for r in ratios.values()),
+        f"faults per record: {shown} vs {base:,.1f} for the fresh buffers "
+        f"({_fpr(by, fixes[0]).best_source})",
+    )
 
 
 def _ratio(r):
@@ -204,31 +238,47 @@ def _faster(by, storms, fixes):
     holds = min(rate(f) for f in fixes) > max(rate(s) for s in storms)
     shown = ", ".join(f"{x} {rate(x):,.0f}" for x in fixes + storms)
     cpu = ", ".join(f"{x} {by[x]['cpu_us_per_record'].value:,.0f}" for x in fixes + storms)
-    return Claim("fix-raises-throughput", text, holds,
-                 f"median records/s: {shown} (clock); CPU us per record: {cpu} (rusage)")
+    return Claim(
+        "fix-raises-throughput",
+        text,
+        holds,
+        f"median records/s: {shown} (clock); CPU us per record: {cpu} (rusage)",
+    )
 
 
 def _notes(by, storms):
-    notes = ["transparent huge pages (and mTHP) are off in the workers (PR_SET_THP_DISABLE), "
-             "so every fault maps one 4 KiB page"]
+    notes = [
+        "transparent huge pages (and mTHP) are off in the workers (PR_SET_THP_DISABLE), "
+        "so every fault maps one 4 KiB page"
+    ]
     if "malloc" in by and storms:
         m, base = by["malloc"], min(_fpr(by, s).best or 0 for s in storms)
         fpr = m["faults_per_record"].best
         later = m.metrics.get("later_faults_per_record")
-        steady = f"; after the first round {later.best:,.3g}" if later and later.best is not None \
-            else ""
+        steady = (
+            f"; after the first round {later.best:,.3g}" if later and later.best is not None else ""
+        )
         if fpr is not None and base and fpr * 10 <= base:
             notes.append(
                 f"malloc (no mallopt) took {fpr:,.3g} faults per record{steady}: the "
                 "first free of an mmapped buffer raised glibc's dynamic mmap threshold above "
-                "the buffer size, so later buffers came from the thread's arena and were reused")
+                "the buffer size, so later buffers came from the thread's arena and were reused"
+            )
         elif fpr is not None:
-            pinned = [k for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
-                                  "GLIBC_TUNABLES") if k in os.environ]
-            notes.append(f"malloc (no mallopt) took {fpr:,.3g} faults per record{steady}: "
-                         "it kept mapping fresh buffers"
-                         + (f" ({', '.join(pinned)} is set in the environment and may pin the "
-                            "threshold)" if pinned else ""))
+            pinned = [
+                k
+                for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
+                if k in os.environ
+            ]
+            notes.append(
+                f"malloc (no mallopt) took {fpr:,.3g} faults per record{steady}: "
+                "it kept mapping fresh buffers"
+                + (
+                    f" ({', '.join(pinned)} is set in the environment and may pin the threshold)"
+                    if pinned
+                    else ""
+                )
+            )
     profiled = [m for m in by.values() if m["profile_samples"].value is not None]
     if not profiled:
         first = next(iter(by.values()))
@@ -238,16 +288,25 @@ def _notes(by, storms):
     undelivered = sum(m["profile_undelivered"].value for m in profiled)
     counted = sum(m["profile_samples"].value for m in profiled) + undelivered
     excluded = any(m["profile_samples"].kernel_excluded for m in profiled)
-    notes.append("fault profile: one more round per mode with a page-fault sampler in every "
-                 "thread (sample_period 1" + (", user space only" if excluded else "") + "); "
-                 + ("every counted fault was delivered" if not undelivered else
-                    f"{undelivered:,} of {counted:,} counted faults were lost on a full ring"))
+    notes.append(
+        "fault profile: one more round per mode with a page-fault sampler in every "
+        "thread (sample_period 1"
+        + (", user space only" if excluded else "")
+        + "); "
+        + (
+            "every counted fault was delivered"
+            if not undelivered
+            else f"{undelivered:,} of {counted:,} counted faults were lost on a full ring"
+        )
+    )
     for m in profiled:
         samples, pages = m["profile_samples"].value, m["profile_distinct_pages"].value
         if m.label in storms and pages and samples >= 2 * pages:
-            notes.append(f"{m.label}: {samples:,} sampled faults hit only {pages:,} distinct "
-                         "data pages: each munmap gave the pages back and the next mapping got "
-                         "the same addresses, to be faulted and zeroed again")
+            notes.append(
+                f"{m.label}: {samples:,} sampled faults hit only {pages:,} distinct "
+                "data pages: each munmap gave the pages back and the next mapping got "
+                "the same addresses, to be faulted and zeroed again"
+            )
             break
     return notes
 
@@ -257,11 +316,27 @@ def figure(result):
 
     modes = [m for m in result.measurements if "records_per_s" in m.metrics]
     sites = [m for m in result.measurements if "share" in m.metrics]
-    rows = [(bars("faults per record", [m.label for m in modes],
-                  [m["faults_per_record"] for m in modes], log=True),
-             bars("records per second", [m.label for m in modes],
-                  [m["records_per_s"] for m in modes]))]
+    rows = [
+        (
+            bars(
+                "faults per record",
+                [m.label for m in modes],
+                [m["faults_per_record"] for m in modes],
+                log=True,
+            ),
+            bars(
+                "records per second", [m.label for m in modes], [m["records_per_s"] for m in modes]
+            ),
+        )
+    ]
     if sites:  # the fault profile gets a row of its own: its labels are long
-        rows.append((hbars("where the faults happen (sampled faults per code location)",
-                           [s.label for s in sites], [s["samples"] for s in sites]),))
+        rows.append(
+            (
+                hbars(
+                    "where the faults happen (sampled faults per code location)",
+                    [s.label for s in sites],
+                    [s["samples"] for s in sites],
+                ),
+            )
+        )
     return grid("ebizzy: fresh buffers vs reused ones", *rows)

@@ -21,9 +21,14 @@ def run(ctx):
     measured, _ = ctx.workload(EVENTS)
     pages = p["size_mb"] * MIB // PAGE
     touched = {  # label -> pages written in that region
-        "first touch": pages, "second touch": pages, "populate: mmap": pages,
-        "populate: touch": pages, "huge pages": pages, "fresh mmap per round": pages * p["rounds"],
-        "pool: first round": pages, "pool: later rounds": pages * (p["rounds"] - 1),
+        "first touch": pages,
+        "second touch": pages,
+        "populate: mmap": pages,
+        "populate: touch": pages,
+        "huge pages": pages,
+        "fresh mmap per round": pages * p["rounds"],
+        "pool: first round": pages,
+        "pool: later rounds": pages * (p["rounds"] - 1),
     }
     for m in measured:
         n = touched.get(m.label, pages)  # threads=N regions touch the whole buffer once
@@ -33,11 +38,19 @@ def run(ctx):
             mib = n * PAGE / MIB
             m.add(per(m["elapsed"], mib / 1e6, "us_per_mib", "us"))
     by = {m.label: m for m in measured}
-    claims = [_first(by), _second(by), _populate(by), _huge(by, p), _pool(by),
-              _threads(by, pages, p["threads"])]
-    notes = ["MAP_POPULATE faults are taken inside mmap by the kernel itself: rusage counts them "
-             "as minor faults, perf's page-fault event (which fires only in the fault handler) "
-             "does not."]
+    claims = [
+        _first(by),
+        _second(by),
+        _populate(by),
+        _huge(by, p),
+        _pool(by),
+        _threads(by, pages, p["threads"]),
+    ]
+    notes = [
+        "MAP_POPULATE faults are taken inside mmap by the kernel itself: rusage counts them "
+        "as minor faults, perf's page-fault event (which fires only in the fault handler) "
+        "does not."
+    ]
     return ctx.result(measured, claims, notes, summary=SUMMARY, figure=figure)
 
 
@@ -50,8 +63,12 @@ def _first(by):
     text = "first touch of fresh memory costs about one page fault per 4 KiB page"
     if why := unavailable(r):
         return Claim("first-touch-fault-per-page", text, None, reason=why)
-    return Claim("first-touch-fault-per-page", text, 0.9 <= r.best <= 1.1,
-                 f"{r.best:.3f} faults per page ({r.best_source})")
+    return Claim(
+        "first-touch-fault-per-page",
+        text,
+        0.9 <= r.best <= 1.1,
+        f"{r.best:.3f} faults per page ({r.best_source})",
+    )
 
 
 def _second(by):
@@ -59,8 +76,9 @@ def _second(by):
     text = "touching the same memory again costs almost no faults"
     if why := unavailable(r):
         return Claim("second-touch-free", text, None, reason=why)
-    return Claim("second-touch-free", text, r.best < 0.01,
-                 f"{r.best:.4f} faults per page ({r.best_source})")
+    return Claim(
+        "second-touch-free", text, r.best < 0.01, f"{r.best:.4f} faults per page ({r.best_source})"
+    )
 
 
 def _populate(by):
@@ -70,23 +88,39 @@ def _populate(by):
     if why := unavailable(touch):
         return Claim("populate-moves-cost", text, None, reason=why)
     holds = touch.best < 0.01 and mmap_minflt.best >= 0.9
-    return Claim("populate-moves-cost", text, holds,
-                 f"mmap took {mmap_minflt.best:.2f} minflt per page (rusage); the touch after it "
-                 f"{touch.best:.4f} faults per page ({touch.best_source})")
+    return Claim(
+        "populate-moves-cost",
+        text,
+        holds,
+        f"mmap took {mmap_minflt.best:.2f} minflt per page (rusage); the touch after it "
+        f"{touch.best:.4f} faults per page ({touch.best_source})",
+    )
 
 
 def _huge(by, p):
     text = "transparent huge pages cut first-touch faults by two orders of magnitude (seed: ~512x)"
     mode = env.thp_mode()
     if mode not in ("always", "madvise"):
-        return Claim("huge-pages-cut-faults", text, None,
-                     reason=f"transparent huge pages are {mode or 'not supported'} on this kernel")
+        return Claim(
+            "huge-pages-cut-faults",
+            text,
+            None,
+            reason=f"transparent huge pages are {mode or 'not supported'} on this kernel",
+        )
     if "huge pages" not in by or "faults_per_page" not in by["huge pages"].metrics:
-        return Claim("huge-pages-cut-faults", text, None,
-                     reason="madvise(MADV_HUGEPAGE) failed on this kernel")
+        return Claim(
+            "huge-pages-cut-faults",
+            text,
+            None,
+            reason="madvise(MADV_HUGEPAGE) failed on this kernel",
+        )
     if p["size_mb"] * MIB < 2 * HUGE_PAGE:
-        return Claim("huge-pages-cut-faults", text, None,
-                     reason="size_mb is too small to hold two 2 MiB huge pages")
+        return Claim(
+            "huge-pages-cut-faults",
+            text,
+            None,
+            reason="size_mb is too small to hold two 2 MiB huge pages",
+        )
     small, huge = _fpp(by, "first touch"), _fpp(by, "huge pages")
     if why := unavailable(small) or unavailable(huge):
         return Claim("huge-pages-cut-faults", text, None, reason=why)
@@ -100,14 +134,20 @@ def _pool(by):
     text = "reusing a pool avoids the faults that a fresh mmap pays every round"
     if why := unavailable(fresh) or unavailable(later):
         return Claim("pool-avoids-faults", text, None, reason=why)
-    return Claim("pool-avoids-faults", text, later.best < 0.01 and fresh.best >= 0.9,
-                 f"fresh: {fresh.best:.3f} faults per page per round, pool after its first "
-                 f"round: {later.best:.4f}")
+    return Claim(
+        "pool-avoids-faults",
+        text,
+        later.best < 0.01 and fresh.best >= 0.9,
+        f"fresh: {fresh.best:.3f} faults per page per round, pool after its first "
+        f"round: {later.best:.4f}",
+    )
 
 
 def _threads(by, pages, nmax):
-    text = ("threads touching disjoint parts each take the faults of their own pages; the total "
-            "stays one per page")
+    text = (
+        "threads touching disjoint parts each take the faults of their own pages; the total "
+        "stays one per page"
+    )
     worst = 0.0
     for n in range(1, nmax + 1):
         m = by[f"threads={n}"]
@@ -115,8 +155,12 @@ def _threads(by, pages, nmax):
         for i in range(n):
             mine = share if i < n - 1 else pages - share * (n - 1)
             worst = max(worst, abs(m[f"thread{i} minflt"].value / mine - 1))
-    return Claim("thread-faults-add-up", text, worst <= 0.1,
-                 f"largest per-thread deviation from its own page count: {worst:.1%} (rusage)")
+    return Claim(
+        "thread-faults-add-up",
+        text,
+        worst <= 0.1,
+        f"largest per-thread deviation from its own page count: {worst:.1%} (rusage)",
+    )
 
 
 def figure(result):
@@ -126,8 +170,16 @@ def figure(result):
     threads = [m for m in result.measurements if m.label.startswith("threads=")]
     return side_by_side(
         "first touch: faults and time",
-        bars("faults per 4 KiB page", [m.label for m in variants],
-             [m["faults_per_page"] for m in variants], log=True),
-        lines("thread sweep: time per MiB", [int(m.label.split("=")[1]) for m in threads],
-              {"us per MiB": [m["us_per_mib"] for m in threads]}, "threads"),
+        bars(
+            "faults per 4 KiB page",
+            [m.label for m in variants],
+            [m["faults_per_page"] for m in variants],
+            log=True,
+        ),
+        lines(
+            "thread sweep: time per MiB",
+            [int(m.label.split("=")[1]) for m in threads],
+            {"us per MiB": [m["us_per_mib"] for m in threads]},
+            "threads",
+        ),
     )

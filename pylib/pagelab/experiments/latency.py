@@ -41,8 +41,13 @@ SPAN = 2.0  # a plateau covers at least one octave of sizes
 # A knee within 2x of a cache's size: associativity, replacement, sharing and the TLB shift it.
 NEAR = 2.0
 SIM_OVERRIDES = {"repeats": 1}  # the model has no noise to take a minimum over
-SUMMARY = ("ns_per_load", "ns_per_load_max", "L1 misses/load", "LLC misses/load",
-           "dTLB misses/load")
+SUMMARY = (
+    "ns_per_load",
+    "ns_per_load_max",
+    "L1 misses/load",
+    "LLC misses/load",
+    "dTLB misses/load",
+)
 
 
 def sizes(min_kb, max_kb, ppo):
@@ -89,9 +94,11 @@ def _resolve(p):
         raise BadInput(f"latency: min_kb ({p['min_kb']}) must not exceed max_kb ({max_kb})")
     n = len(sizes(p["min_kb"], max_kb, p["points_per_octave"]))
     if n > MAX_SIZES:
-        raise BadInput(f"latency: {n} working-set sizes from {p['min_kb']} to {max_kb} KiB at "
-                       f"{p['points_per_octave']} per octave; at most {MAX_SIZES} fit one run "
-                       "(raise min_kb, lower max_kb or points_per_octave)")
+        raise BadInput(
+            f"latency: {n} working-set sizes from {p['min_kb']} to {max_kb} KiB at "
+            f"{p['points_per_octave']} per octave; at most {MAX_SIZES} fit one run "
+            "(raise min_kb, lower max_kb or points_per_octave)"
+        )
     return {**p, "max_kb": max_kb}
 
 
@@ -116,16 +123,21 @@ def run(ctx):
     attach(measured, sim, COUNTS)
     buffer = next((m for m in measured if m.label == "buffer"), None)
     points = _points(measured)
-    timed = {"hw": p["loads"] * p["repeats"],
-             "sim": p["loads"] * SIM_OVERRIDES.get("repeats", p["repeats"])}
+    timed = {
+        "hw": p["loads"] * p["repeats"],
+        "sim": p["loads"] * SIM_OVERRIDES.get("repeats", p["repeats"]),
+    }
     for m in points:
         _per_load(m, timed)
     curve, levels, knees, caches = _analyse(points)
-    claims = [_plateaus(levels, caches, curve),
-              *_near(knees, caches, curve, ctx.environment.get("hypervisor"))]
+    claims = [
+        _plateaus(levels, caches, curve),
+        *_near(knees, caches, curve, ctx.environment.get("hypervisor")),
+    ]
     notes = _notes(p, buffer, points, sim)
-    return ctx.result(points + ([buffer] if buffer else []), claims, notes, summary=SUMMARY,
-                      figure=figure)
+    return ctx.result(
+        points + ([buffer] if buffer else []), claims, notes, summary=SUMMARY, figure=figure
+    )
 
 
 def _points(measured):
@@ -153,6 +165,7 @@ def _analyse(points):
 
 
 # ---- the analysis: pure functions of (bytes, ns) points, so tests can feed made-up curves ----
+
 
 def _octave_up(curve, i):
     """Index of the first size at least twice curve[i]'s, or None past the sweep's end."""
@@ -196,12 +209,17 @@ def _plateaus_of(curve, climbs):
     bounds = [0] + [i for a, e in climbs for i in (a, e)] + [len(curve) - 1]
     found = []
     for first, last in zip(bounds[::2], bounds[1::2]):
-        runs = [(i, j) for i in range(first, last + 1) for j in range(i + 1, last + 1)
-                if curve[j][0] >= SPAN * curve[i][0] and _flat(curve[i:j + 1])]
+        runs = [
+            (i, j)
+            for i in range(first, last + 1)
+            for j in range(i + 1, last + 1)
+            if curve[j][0] >= SPAN * curve[i][0] and _flat(curve[i : j + 1])
+        ]
         if runs:
             i, j = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
-            found.append({"first": i, "last": j,
-                          "ns": statistics.median(t for _, t in curve[i:j + 1])})
+            found.append(
+                {"first": i, "last": j, "ns": statistics.median(t for _, t in curve[i : j + 1])}
+            )
     return found
 
 
@@ -224,46 +242,76 @@ def _passed(caches, curve):
 
 
 def _plateaus(levels, caches, curve):
-    text = ("load latency forms plateaus: flat while the working set fits one level of the "
-            "memory hierarchy, stepping up between levels")
+    text = (
+        "load latency forms plateaus: flat while the working set fits one level of the "
+        "memory hierarchy, stepping up between levels"
+    )
     # a cache's plateau after it shows once the sweep reaches ~4x its size (climb, then an octave)
     beyond = [c for _, c in caches if curve[0][0] <= c / NEAR and curve[-1][0] >= 4 * c]
     if caches and not beyond:
-        return Claim("latency-plateaus", text, None,
-                     reason=f"the sweep ({_size(curve[0][0])}-{_size(curve[-1][0])}) does not "
-                            "reach 4x any reported cache, so no second plateau can show")
+        return Claim(
+            "latency-plateaus",
+            text,
+            None,
+            reason=f"the sweep ({_size(curve[0][0])}-{_size(curve[-1][0])}) does not "
+            "reach 4x any reported cache, so no second plateau can show",
+        )
     needed = 3 if len(beyond) >= 2 else 2
-    shown = ", ".join(f"{lv['ns']:.3g} ns ({_size(curve[lv['first']][0])}-"
-                      f"{_size(curve[lv['last']][0])})" for lv in levels)
-    return Claim("latency-plateaus", text, len(levels) >= needed,
-                 f"{len(levels)} plateaus: {shown or 'none'} (clock); "
-                 f"at least {needed} expected from the caches the sweep reaches 4x beyond")
+    shown = ", ".join(
+        f"{lv['ns']:.3g} ns ({_size(curve[lv['first']][0])}-{_size(curve[lv['last']][0])})"
+        for lv in levels
+    )
+    return Claim(
+        "latency-plateaus",
+        text,
+        len(levels) >= needed,
+        f"{len(levels)} plateaus: {shown or 'none'} (clock); "
+        f"at least {needed} expected from the caches the sweep reaches 4x beyond",
+    )
 
 
 def _near(knees, caches, curve, hypervisor=False):
     """One claim per reported cache: a knee within NEAR x of its size."""
     if not caches:
-        return [Claim("latency-knees", "knees in load latency lie near the cache sizes the "
-                      "machine reports", None, reason="this machine reports no cache sizes in "
-                      "sysfs (/sys/devices/system/cpu/cpu0/cache)")]
+        return [
+            Claim(
+                "latency-knees",
+                "knees in load latency lie near the cache sizes the machine reports",
+                None,
+                reason="this machine reports no cache sizes in "
+                "sysfs (/sys/devices/system/cpu/cpu0/cache)",
+            )
+        ]
     passed = _passed(caches, curve)
     claims = []
     for name, c in caches:
         cid = f"latency-knee-{name.lower()}"
         text = f"a knee in load latency lies within 2x of the {name} size the machine reports"
         if (name, c) not in passed:
-            claims.append(Claim(cid, text, None, reason=f"the sweep ({_size(curve[0][0])}-"
-                                f"{_size(curve[-1][0])}) does not reach from {_size(c / NEAR)} "
-                                f"to {_size(c * NEAR)}"))
+            claims.append(
+                Claim(
+                    cid,
+                    text,
+                    None,
+                    reason=f"the sweep ({_size(curve[0][0])}-"
+                    f"{_size(curve[-1][0])}) does not reach from {_size(c / NEAR)} "
+                    f"to {_size(c * NEAR)}",
+                )
+            )
             continue
         best = min(knees, key=lambda k: abs(math.log(k["bytes"] / c)), default=None)
         ok = best is not None and c / NEAR <= best["bytes"] <= c * NEAR
-        evidence = (f"{name} {_size(c)}: no knee" if best is None else
-                    f"{name} {_size(c)}: {'knee' if ok else 'nearest knee'} at "
-                    f"{_size(best['bytes'])} ({best['bytes'] / c:.2g}x)")
+        evidence = (
+            f"{name} {_size(c)}: no knee"
+            if best is None
+            else f"{name} {_size(c)}: {'knee' if ok else 'nearest knee'} at "
+            f"{_size(best['bytes'])} ({best['bytes'] / c:.2g}x)"
+        )
         if not ok and hypervisor and (name, c) == caches[-1] and best and best["bytes"] < c:
-            evidence += ("; this is a VM: the last-level cache is shared with the host and other "
-                         "guests, so the share it gets can be far smaller than the size reported")
+            evidence += (
+                "; this is a VM: the last-level cache is shared with the host and other "
+                "guests, so the share it gets can be far smaller than the size reported"
+            )
         claims.append(Claim(cid, text, ok, evidence + " (sizes from sysfs, knees from clock)"))
     return claims
 
@@ -272,16 +320,23 @@ def _notes(p, buffer, points, sim):
     notes = []
     if buffer is not None and "huge_kb" in buffer.metrics:
         share = buffer["huge_kb"].value * 1024 / _buffer_bytes(p)
-        notes.append(f"{share:.0%} of the buffer was in transparent huge pages "
-                     "(/proc/self/smaps, rusage)" + (
-                         "; the rest adds TLB misses and can add knees at the TLB's reach"
-                         if p["pages"] == PAGES_HUGE and share < 0.9 else ""))
+        notes.append(
+            f"{share:.0%} of the buffer was in transparent huge pages "
+            "(/proc/self/smaps, rusage)"
+            + (
+                "; the rest adds TLB misses and can add knees at the TLB's reach"
+                if p["pages"] == PAGES_HUGE and share < 0.9
+                else ""
+            )
+        )
     switched = sum(m["nivcsw"].value for m in points if "nivcsw" in m.metrics)
-    notes.append(f"ns_per_load is the chasing thread's CPU time (CLOCK_THREAD_CPUTIME_ID) per "
-                 f"load, the fastest of {p['repeats']} repetitions of {p['loads']:,} loads: time "
-                 f"spent preempted does not count, but what the other processes do to shared "
-                 f"caches does ({switched} involuntary context switches during the chases, "
-                 "rusage)")
+    notes.append(
+        f"ns_per_load is the chasing thread's CPU time (CLOCK_THREAD_CPUTIME_ID) per "
+        f"load, the fastest of {p['repeats']} repetitions of {p['loads']:,} loads: time "
+        f"spent preempted does not count, but what the other processes do to shared "
+        f"caches does ({switched} involuntary context switches during the chases, "
+        "rusage)"
+    )
     if sim.reason:
         notes.append(f"miss counts per load: {sim.reason}")
     return notes
@@ -293,11 +348,24 @@ def figure(result):
     ms = _points(result.measurements)
     curve, _, knees, caches = _analyse(ms)
     x = [s for s, _ in curve]
-    panel = lines("ns per load", x, {
-        f"fastest of {result.params['repeats']}": [m["ns_per_load"] for m in ms],
-        "slowest": [m["ns_per_load_max"] for m in ms]}, "working set", log_x=True, log_y=True)
-    panel.traces.append(markers("knees", [k["bytes"] for k in knees],
-                               [Reading("knee", k["ns"], "clock", "ns") for k in knees]))
+    panel = lines(
+        "ns per load",
+        x,
+        {
+            f"fastest of {result.params['repeats']}": [m["ns_per_load"] for m in ms],
+            "slowest": [m["ns_per_load_max"] for m in ms],
+        },
+        "working set",
+        log_x=True,
+        log_y=True,
+    )
+    panel.traces.append(
+        markers(
+            "knees",
+            [k["bytes"] for k in knees],
+            [Reading("knee", k["ns"], "clock", "ns") for k in knees],
+        )
+    )
     fig = side_by_side("latency: pointer chase, time per dependent load", panel)
     size_axis(fig, x[0], x[-1])
     vlines(fig, [(c, f"{n} {_size(c)}") for n, c in caches if x[0] <= c <= x[-1]])

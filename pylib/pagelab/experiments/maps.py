@@ -21,12 +21,20 @@ TRAILER_MARK = "#pagelab-objects\n"  # where the C workload's object lines start
 SOURCE = "rusage"  # read from /proc/PID/maps: the /proc class of sources
 SUMMARY = ("regions", "size_kib", "moved")
 EXPECTED = {  # where each object the worker reports must live
-    "stack variable": "stack", "small malloc block": "heap", "large malloc block": "anon",
-    "anonymous mmap": "anon", "file mapping": "file", "program entry point": "text",
-    "C library function": "lib", "extension function": "lib", "vdso": "vdso",
+    "stack variable": "stack",
+    "small malloc block": "heap",
+    "large malloc block": "anon",
+    "anonymous mmap": "anon",
+    "file mapping": "file",
+    "program entry point": "text",
+    "C library function": "lib",
+    "extension function": "lib",
+    "vdso": "vdso",
 }
-HEAP_LEVEL_1 = ("kernel.randomize_va_space=1 randomises the stack, vdso and mmap base but not "
-                "the brk heap (that needs 2)")
+HEAP_LEVEL_1 = (
+    "kernel.randomize_va_space=1 randomises the stack, vdso and mmap base but not "
+    "the brk heap (that needs 2)"
+)
 
 
 def memory(p):
@@ -79,8 +87,13 @@ def snapshot(text):
         else:
             facts[key] = rest
     exe = facts.get("exe", "").removesuffix(" (deleted)") or None
-    return Snapshot(maps, parse_maps(maps, executable=exe), objects,
-                    int(facts.get("personality", "0"), 16), facts.get("truncated") == "1")
+    return Snapshot(
+        maps,
+        parse_maps(maps, executable=exe),
+        objects,
+        int(facts.get("personality", "0"), 16),
+        facts.get("truncated") == "1",
+    )
 
 
 def run(ctx):
@@ -93,17 +106,32 @@ def run(ctx):
     level = randomize_va_space()
     off = _aslr_off(level, runs[0].personality)
     heap_off = off or (HEAP_LEVEL_1 if level == 1 else None)
-    claims = [_vsyscall(runs), _moves(runs, "vdso", off), _moves(runs, "stack", off),
-              _moves(runs, "heap", heap_off), _libraries(runs, off), _program(runs, off),
-              _objects(runs)]
+    claims = [
+        _vsyscall(runs),
+        _moves(runs, "vdso", off),
+        _moves(runs, "stack", off),
+        _moves(runs, "heap", heap_off),
+        _libraries(runs, off),
+        _program(runs, off),
+        _objects(runs),
+    ]
     notes = [f"{k}: {_movement(runs, k)}" for k in KINDS if any(r.kind(k) for r in runs)]
-    notes.append("addresses come from /proc/PID/maps of each worker process (labelled rusage, "
-                 "the /proc class of sources)")
+    notes.append(
+        "addresses come from /proc/PID/maps of each worker process (labelled rusage, "
+        "the /proc class of sources)"
+    )
     if any(r.truncated for r in runs):
-        notes.append("a map was longer than the ~56 KiB the worker keeps and was cut at a whole "
-                     "line")
-    return ctx.result(_measurements(runs), claims, notes, text=runs[0].text, summary=SUMMARY,
-                      figure=functools.partial(figure, runs=runs))
+        notes.append(
+            "a map was longer than the ~56 KiB the worker keeps and was cut at a whole line"
+        )
+    return ctx.result(
+        _measurements(runs),
+        claims,
+        notes,
+        text=runs[0].text,
+        summary=SUMMARY,
+        figure=functools.partial(figure, runs=runs),
+    )
 
 
 def _measurements(runs):
@@ -117,8 +145,14 @@ def _measurements(runs):
         m.add(Reading("size_kib", sum(r.size for r in first) // 1024, SOURCE, "KiB"))
         bases = [r.base(kind) for r in runs]
         for i, b in enumerate(bases, start=1):
-            m.add(Reading(f"base_run{i}", b, SOURCE,
-                          reason=None if b is not None else f"no {kind} region in run {i}"))
+            m.add(
+                Reading(
+                    f"base_run{i}",
+                    b,
+                    SOURCE,
+                    reason=None if b is not None else f"no {kind} region in run {i}",
+                )
+            )
         if None not in bases:
             m.add(Reading("moved", int(len(set(bases)) > 1), SOURCE))
         out.append(m)
@@ -138,11 +172,15 @@ def _movement(runs, kind):
 
 def _aslr_off(level, personality):
     if level == 0:
-        return ("ASLR is off on this machine (kernel.randomize_va_space=0): nothing is "
-                "randomised, so nothing is expected to move")
+        return (
+            "ASLR is off on this machine (kernel.randomize_va_space=0): nothing is "
+            "randomised, so nothing is expected to move"
+        )
     if personality & ADDR_NO_RANDOMIZE:
-        return ("the worker runs with ASLR disabled for itself (personality ADDR_NO_RANDOMIZE, "
-                "e.g. under `setarch -R`, inherited from the process that started it)")
+        return (
+            "the worker runs with ASLR disabled for itself (personality ADDR_NO_RANDOMIZE, "
+            "e.g. under `setarch -R`, inherited from the process that started it)"
+        )
     return None
 
 
@@ -150,9 +188,11 @@ def _vsyscall(runs):
     text = "the [vsyscall] page sits at ffffffffff600000 in every process"
     found = [r.kind("vsyscall") for r in runs]
     if not any(found):
-        why = ("this kernel runs with vsyscall=none: no process has a [vsyscall] mapping"
-               if platform.machine() == "x86_64" else
-               f"only x86-64 has a vsyscall page; this machine is {platform.machine()}")
+        why = (
+            "this kernel runs with vsyscall=none: no process has a [vsyscall] mapping"
+            if platform.machine() == "x86_64"
+            else f"only x86-64 has a vsyscall page; this machine is {platform.machine()}"
+        )
         return Claim("vsyscall-fixed", text, None, reason=why)
     starts = [f[0].start if f else None for f in found]
     holds = all(s == VSYSCALL_BASE for s in starts)
@@ -182,9 +222,13 @@ def _libraries(runs, off):
         return Claim("aslr-libraries", text, None, reason="no library is mapped in both runs")
     moved = [p for p in common if a[p] != b[p]]
     libc = next((p for p in common if "/libc.so" in p or "/libc-" in p), common[0])
-    return Claim("aslr-libraries", text, len(moved) == len(common),
-                 f"{len(moved)} of {len(common)} libraries moved; {Path(libc).name}: "
-                 f"{a[libc]:x} -> {b[libc]:x} (/proc/PID/maps)")
+    return Claim(
+        "aslr-libraries",
+        text,
+        len(moved) == len(common),
+        f"{len(moved)} of {len(common)} libraries moved; {Path(libc).name}: "
+        f"{a[libc]:x} -> {b[libc]:x} (/proc/PID/maps)",
+    )
 
 
 def elf_type(path):
@@ -201,20 +245,30 @@ def elf_type(path):
 
 
 def _program(runs, off):
-    text = ("the program's own code moves when the executable is position-independent (PIE) "
-            "and stays put when it is not")
+    text = (
+        "the program's own code moves when the executable is position-independent (PIE) "
+        "and stays put when it is not"
+    )
     if off:
         return Claim("aslr-program", text, None, reason=off)
     exe = next((r.path for r in runs[0].kind("text")), None)
     kind = elf_type(exe) if exe else None
     bases = [r.base("text") for r in runs]
     if kind is None or None in bases:
-        return Claim("aslr-program", text, None,
-                     reason="cannot read the executable's ELF header or find its text")
+        return Claim(
+            "aslr-program",
+            text,
+            None,
+            reason="cannot read the executable's ELF header or find its text",
+        )
     moved = bases[0] != bases[1]
-    return Claim("aslr-program", text, moved == (kind == "pie"),
-                 f"{Path(exe).name} is {'PIE' if kind == 'pie' else 'fixed-address'}; "
-                 f"text {_bases(runs, 'text')} (/proc/PID/maps)")
+    return Claim(
+        "aslr-program",
+        text,
+        moved == (kind == "pie"),
+        f"{Path(exe).name} is {'PIE' if kind == 'pie' else 'fixed-address'}; "
+        f"text {_bases(runs, 'text')} (/proc/PID/maps)",
+    )
 
 
 def expected_kind(name):
@@ -222,11 +276,17 @@ def expected_kind(name):
 
 
 def _objects(runs):
-    text = ("every object the process placed (stack variable, heap block, mmaps, code of the "
-            "program, libc and the extension, thread stacks) lies in a region of the right kind")
+    text = (
+        "every object the process placed (stack variable, heap block, mmaps, code of the "
+        "program, libc and the extension, thread stacks) lies in a region of the right kind"
+    )
     if any(r.truncated for r in runs):
-        return Claim("objects-classified", text, None,
-                     reason="a map was too long to keep whole, so some regions are missing")
+        return Claim(
+            "objects-classified",
+            text,
+            None,
+            reason="a map was too long to keep whole, so some regions are missing",
+        )
     wrong, total = [], 0
     for i, snap in enumerate(runs, start=1):
         for name, address in snap.objects.items():
@@ -234,20 +294,33 @@ def _objects(runs):
             region = next((r for r in snap.regions if address in r), None)
             got = region.kind if region else "no region"
             if got != expected_kind(name):
-                wrong.append(f"run {i}: {name} at {address:x} is in {got}, "
-                             f"expected {expected_kind(name)}")
+                wrong.append(
+                    f"run {i}: {name} at {address:x} is in {got}, expected {expected_kind(name)}"
+                )
     if not wrong:
-        return Claim("objects-classified", text, True,
-                     f"{total} of {total} objects in the expected kind of region")
+        return Claim(
+            "objects-classified",
+            text,
+            True,
+            f"{total} of {total} objects in the expected kind of region",
+        )
     return Claim("objects-classified", text, False, "; ".join(wrong))
 
 
 # ---- figure ------------------------------------------------------------------------------
 
 KIND_COLORS = {
-    "text": "#1f77b4", "data": "#6baed6", "bss": "#c6dbef", "heap": "#d62728",
-    "stack": "#2ca02c", "vdso": "#9467bd", "vvar": "#c5b0d5", "vsyscall": "#8c564b",
-    "anon": "#ff7f0e", "file": "#e377c2", "lib": "#7f7f7f",
+    "text": "#1f77b4",
+    "data": "#6baed6",
+    "bss": "#c6dbef",
+    "heap": "#d62728",
+    "stack": "#2ca02c",
+    "vdso": "#9467bd",
+    "vvar": "#c5b0d5",
+    "vsyscall": "#8c564b",
+    "anon": "#ff7f0e",
+    "file": "#e377c2",
+    "lib": "#7f7f7f",
 }
 
 
@@ -261,5 +334,6 @@ def figure(result, runs=None):
     runs = runs or [Snapshot(result.text, parse_maps(result.text), {}, 0, False)]
     columns = {f"process {i}": snap.regions for i, snap in enumerate(runs, start=1)}
     marks = {f"process {i}": snap.objects for i, snap in enumerate(runs, start=1)}
-    return memory_map("the memory map of two fresh processes (from /proc/PID/maps)", columns,
-                      KIND_COLORS, marks)
+    return memory_map(
+        "the memory map of two fresh processes (from /proc/PID/maps)", columns, KIND_COLORS, marks
+    )

@@ -38,6 +38,7 @@ def memory(p):
 
 # ---- where the file goes -----------------------------------------------------------------
 
+
 def _unescape(field):
     """mountinfo escapes space, tab, newline and backslash as \\ooo octal."""
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), field)
@@ -71,8 +72,9 @@ def choose_directory(size, candidates=None):
     The candidates are $PAGELAB_SCRATCH alone when it is set, else the temp directory,
     /var/tmp and the working directory."""
     scratch = os.environ.get(SCRATCH_ENV)
-    candidates = candidates or ([scratch] if scratch else
-                                [tempfile.gettempdir(), "/var/tmp", os.getcwd()])
+    candidates = candidates or (
+        [scratch] if scratch else [tempfile.gettempdir(), "/var/tmp", os.getcwd()]
+    )
     memory_fs, short = None, []
     for d in dict.fromkeys(candidates):
         if not (os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK)):
@@ -89,10 +91,14 @@ def choose_directory(size, candidates=None):
     if memory_fs:
         return memory_fs
     if not short:
-        raise BadInput(f"mmap-modes found no writable directory for its file among "
-                       f"{', '.join(candidates)} (set {SCRATCH_ENV} to one)")
-    raise BadInput(f"mmap-modes may use at most 1/{DISK_SHARE} of the free disk space for its "
-                   f"{size // MIB:,} MiB file ({'; '.join(short)}); choose a smaller size_mb")
+        raise BadInput(
+            f"mmap-modes found no writable directory for its file among "
+            f"{', '.join(candidates)} (set {SCRATCH_ENV} to one)"
+        )
+    raise BadInput(
+        f"mmap-modes may use at most 1/{DISK_SHARE} of the free disk space for its "
+        f"{size // MIB:,} MiB file ({'; '.join(short)}); choose a smaller size_mb"
+    )
 
 
 def task(directory, params, events):
@@ -105,14 +111,16 @@ def task(directory, params, events):
 
 # ---- the run -----------------------------------------------------------------------------
 
+
 def run(ctx):
     from .._run import measurements
 
     p = ctx.params
     size = p["size_mb"] * MIB
     directory, fstype = choose_directory(size)
-    raw = ctx.call("pagelab.experiments.mmap_modes:task", directory=directory, params=p,
-                   events=EVENTS)
+    raw = ctx.call(
+        "pagelab.experiments.mmap_modes:task", directory=directory, params=p, events=EVENTS
+    )
     measured = measurements(raw)
     for m in measured:
         if "minflt" in m.metrics:
@@ -121,8 +129,13 @@ def run(ctx):
     pages = size // PAGE
     shape = Shape(pages, math.ceil(pages / p["stride_pages"]), fstype, directory)
     by = {m.label: m for m in measured}
-    claims = [_shared_out(by, shape), _private_out(by, shape), _populate(by, shape),
-              _shared_wp(by, shape), _reads(by, shape)]
+    claims = [
+        _shared_out(by, shape),
+        _private_out(by, shape),
+        _populate(by, shape),
+        _shared_wp(by, shape),
+        _reads(by, shape),
+    ]
     return ctx.result(measured, claims, _notes(by, shape), summary=SUMMARY, figure=figure)
 
 
@@ -140,8 +153,10 @@ class Shape:
         return self.fstype not in MEMORY_FS
 
     def no_disk(self, what):
-        return (f"the file is on {self.fstype or 'an unknown filesystem'} ({self.directory}), "
-                f"which keeps files in memory: {what}")
+        return (
+            f"the file is on {self.fstype or 'an unknown filesystem'} ({self.directory}), "
+            f"which keeps files in memory: {what}"
+        )
 
 
 def _sum(by, variant, metric, phases=PHASES):
@@ -159,40 +174,62 @@ def _ms(by, variant):
 
 
 def _shared_out(by, s):
-    text = ("writing through a shared file mapping produces output blocks (oublock) for every "
-            "page written, by the time msync returns")
+    text = (
+        "writing through a shared file mapping produces output blocks (oublock) for every "
+        "page written, by the time msync returns"
+    )
     if not s.on_disk:
-        return Claim("shared-writes-output-blocks", text, None,
-                     reason=s.no_disk("nothing is written back, so no output blocks are counted"))
+        return Claim(
+            "shared-writes-output-blocks",
+            text,
+            None,
+            reason=s.no_disk("nothing is written back, so no output blocks are counted"),
+        )
     need = s.written * PAGE // BLOCK
     parts, holds = [], True
     for v in ("shared", "shared+populate"):
         out = _sum(by, v, "oublock", ("mmap", "write", "msync"))
         holds &= out >= need
-        parts.append(f"{v}: {out:,} (write pass {by[f'{v}: write']['oublock'].value:,}, msync "
-                     f"{by[f'{v}: msync']['oublock'].value:,}; msync took {_ms(by, v):.3g} ms)")
-    return Claim("shared-writes-output-blocks", text, holds,
-                 f"{'; '.join(parts)}; at least {need:,} blocks of {BLOCK} B needed (rusage, "
-                 "clock)")
+        parts.append(
+            f"{v}: {out:,} (write pass {by[f'{v}: write']['oublock'].value:,}, msync "
+            f"{by[f'{v}: msync']['oublock'].value:,}; msync took {_ms(by, v):.3g} ms)"
+        )
+    return Claim(
+        "shared-writes-output-blocks",
+        text,
+        holds,
+        f"{'; '.join(parts)}; at least {need:,} blocks of {BLOCK} B needed (rusage, clock)",
+    )
 
 
 def _private_out(by, s):
-    text = ("writing through a private file mapping produces no output blocks: the writes land "
-            "in private copy-on-write pages, never in the file")
+    text = (
+        "writing through a private file mapping produces no output blocks: the writes land "
+        "in private copy-on-write pages, never in the file"
+    )
     if not s.on_disk:
-        return Claim("private-writes-no-output-blocks", text, None,
-                     reason=s.no_disk("no mode produces output blocks, so there is no contrast"))
+        return Claim(
+            "private-writes-no-output-blocks",
+            text,
+            None,
+            reason=s.no_disk("no mode produces output blocks, so there is no contrast"),
+        )
     limit = STRAY * s.written * PAGE / BLOCK
     outs = {v: _sum(by, v, "oublock") for v in ("private", "private+populate")}
     shown = ", ".join(f"{v}: {o:,}" for v, o in outs.items())
-    return Claim("private-writes-no-output-blocks", text, all(o <= limit for o in outs.values()),
-                 f"{shown} output blocks over all phases (rusage); msync took "
-                 f"{_ms(by, 'private'):.3g} ms")
+    return Claim(
+        "private-writes-no-output-blocks",
+        text,
+        all(o <= limit for o in outs.values()),
+        f"{shown} output blocks over all phases (rusage); msync took {_ms(by, 'private'):.3g} ms",
+    )
 
 
 def _populate(by, s):
-    text = ("MAP_POPULATE takes the page faults inside mmap for anonymous and private mappings, "
-            "so their write pass takes almost none")
+    text = (
+        "MAP_POPULATE takes the page faults inside mmap for anonymous and private mappings, "
+        "so their write pass takes almost none"
+    )
     parts, holds = [], True
     for mode in ("anon", "private"):
         plain, plain_src = _per_page(by, f"{mode}: write", s.written)
@@ -205,43 +242,70 @@ def _populate(by, s):
         holds &= plain >= 0.9 and after < 0.01 and taken >= 0.9
         perf = in_mmap["page-faults"]
         seen = f", perf saw {perf.value:,}" if perf.available else ""
-        parts.append(f"{mode}: write pass {plain:.2f} faults per page ({plain_src}) without, "
-                     f"{after:.4f} ({after_src}) with populate; mmap took {taken:.2f} per page "
-                     f"(rusage{seen})")
+        parts.append(
+            f"{mode}: write pass {plain:.2f} faults per page ({plain_src}) without, "
+            f"{after:.4f} ({after_src}) with populate; mmap took {taken:.2f} per page "
+            f"(rusage{seen})"
+        )
     return Claim("populate-moves-faults", text, holds, "; ".join(parts))
 
 
 def _shared_wp(by, s):
-    text = ("a shared file mapping still faults on the first write to each page after "
-            "MAP_POPULATE: clean shared pages are mapped read-only so the kernel sees them "
-            "become dirty")
+    text = (
+        "a shared file mapping still faults on the first write to each page after "
+        "MAP_POPULATE: clean shared pages are mapped read-only so the kernel sees them "
+        "become dirty"
+    )
     if not s.on_disk:
-        return Claim("shared-write-faults-after-populate", text, None,
-                     reason=s.no_disk("it does not track dirty pages, so populated pages are "
-                                      "mapped writable at once"))
+        return Claim(
+            "shared-write-faults-after-populate",
+            text,
+            None,
+            reason=s.no_disk(
+                "it does not track dirty pages, so populated pages are mapped writable at once"
+            ),
+        )
     per, src = _per_page(by, "shared+populate: write", s.written)
     if per is None:
-        return Claim("shared-write-faults-after-populate", text, None,
-                     reason=unavailable(by["shared+populate: write"]["page-faults"]))
+        return Claim(
+            "shared-write-faults-after-populate",
+            text,
+            None,
+            reason=unavailable(by["shared+populate: write"]["page-faults"]),
+        )
     taken = by["shared+populate: mmap"]["faults"].value
-    return Claim("shared-write-faults-after-populate", text, per >= 0.9,
-                 f"{per:.2f} faults per page written ({src}) after mmap had populated "
-                 f"{s.pages:,} pages with {taken:,} faults (rusage)")
+    return Claim(
+        "shared-write-faults-after-populate",
+        text,
+        per >= 0.9,
+        f"{per:.2f} faults per page written ({src}) after mmap had populated "
+        f"{s.pages:,} pages with {taken:,} faults (rusage)",
+    )
 
 
 def _reads(by, s):
-    text = ("with its cached pages dropped, the file is read back from disk (inblock) by every "
-            "file-backed mode; anonymous memory reads nothing")
+    text = (
+        "with its cached pages dropped, the file is read back from disk (inblock) by every "
+        "file-backed mode; anonymous memory reads nothing"
+    )
     if not s.on_disk:
-        return Claim("file-reads-from-disk", text, None,
-                     reason=s.no_disk("there is no disk to read from"))
-    cached = {v: by[f"{v}: mmap"]["cached_before"].value for v in VARIANTS
-              if "cached_before" in by[f"{v}: mmap"].metrics}
+        return Claim(
+            "file-reads-from-disk", text, None, reason=s.no_disk("there is no disk to read from")
+        )
+    cached = {
+        v: by[f"{v}: mmap"]["cached_before"].value
+        for v in VARIANTS
+        if "cached_before" in by[f"{v}: mmap"].metrics
+    }
     if any(cached.values()):
         left = ", ".join(f"{v}: {int(c):,}" for v, c in cached.items() if c)
-        return Claim("file-reads-from-disk", text, None,
-                     reason=f"posix_fadvise(DONTNEED) left pages cached ({left}), so part of "
-                            "the file never needed reading")
+        return Claim(
+            "file-reads-from-disk",
+            text,
+            None,
+            reason=f"posix_fadvise(DONTNEED) left pages cached ({left}), so part of "
+            "the file never needed reading",
+        )
     parts, holds = [], True
     for v in VARIANTS:
         got = _sum(by, v, "inblock")
@@ -251,29 +315,39 @@ def _reads(by, s):
             need = (s.pages if "populate" in v else s.written) * PAGE // BLOCK
             holds &= got >= need
         parts.append(f"{v}: {got:,}")
-    return Claim("file-reads-from-disk", text, holds,
-                 f"blocks read in, all phases: {', '.join(parts)} (rusage; the file is "
-                 f"{s.pages * PAGE // BLOCK:,} blocks)")
+    return Claim(
+        "file-reads-from-disk",
+        text,
+        holds,
+        f"blocks read in, all phases: {', '.join(parts)} (rusage; the file is "
+        f"{s.pages * PAGE // BLOCK:,} blocks)",
+    )
 
 
 def _notes(by, s):
-    notes = [f"the file: an unnamed O_TMPFILE in {s.directory} ({s.fstype}); inblock and "
-             f"oublock count {BLOCK}-byte blocks (the kernel's byte counts shifted by 9)",
-             "MAP_POPULATE faults are taken by the kernel inside mmap: rusage counts them, "
-             "perf's page-faults event (which fires only for faults raised by user code) does "
-             "not",
-             "the kernel charges output blocks when a page is first dirtied (in the write "
-             "pass); msync then waits while they are written to the disk, which is its time"]
+    notes = [
+        f"the file: an unnamed O_TMPFILE in {s.directory} ({s.fstype}); inblock and "
+        f"oublock count {BLOCK}-byte blocks (the kernel's byte counts shifted by 9)",
+        "MAP_POPULATE faults are taken by the kernel inside mmap: rusage counts them, "
+        "perf's page-faults event (which fires only for faults raised by user code) does "
+        "not",
+        "the kernel charges output blocks when a page is first dirtied (in the write "
+        "pass); msync then waits while they are written to the disk, which is its time",
+    ]
     if s.on_disk:
         major = by["private: write"]["majflt"].value
-        notes.append(f"reading the uncached file cost only {major:,} major fault(s) for "
-                     f"{s.written:,} pages in the private write pass: readahead brought the "
-                     "rest in while the first faults were served, so they counted as minor")
+        notes.append(
+            f"reading the uncached file cost only {major:,} major fault(s) for "
+            f"{s.written:,} pages in the private write pass: readahead brought the "
+            "rest in while the first faults were served, so they counted as minor"
+        )
         per, src = _per_page(by, "shared: write", s.written)
         if per is not None and per < 0.9:
-            notes.append(f"the shared write pass without populate took {per:.2f} faults per "
-                         f"page ({src}): this kernel maps a whole large folio of the page cache "
-                         "per fault, and dirties (and writes back) whole folios")
+            notes.append(
+                f"the shared write pass without populate took {per:.2f} faults per "
+                f"page ({src}): this kernel maps a whole large folio of the page cache "
+                "per fault, and dirties (and writes back) whole folios"
+            )
     return notes
 
 

@@ -45,8 +45,19 @@ MIN_AFTER_FULL = 16  # creates after the window filled needed for a steady media
 # Per thread: the stack-top pages and TLS it touches, and its kernel stack (never its whole stack).
 THREAD_RESIDENT = 64 * 1024
 MAPS_HEADROOM = 2000  # mappings of the worker's own interpreter, libraries and arenas
-SUMMARY = ("mappings", "MiB", "fill_ns_median", "page-faults", "vmas", "plain_ns", "fail_ns",
-           "retry_ns", "stacks_in_window", "us_before_full", "us_after_full")
+SUMMARY = (
+    "mappings",
+    "MiB",
+    "fill_ns_median",
+    "page-faults",
+    "vmas",
+    "plain_ns",
+    "fail_ns",
+    "retry_ns",
+    "stacks_in_window",
+    "us_before_full",
+    "us_after_full",
+)
 NOT_X86 = "MAP_32BIT exists only on x86-64; this machine is {}"
 
 
@@ -64,13 +75,17 @@ def _check(p):
     page = os.sysconf("SC_PAGE_SIZE")
     for key in ("chunk_kb", "stack_kb"):
         if p[key] * 1024 % page:
-            raise BadInput(f"thread-stacks: {key} must be a multiple of the page size "
-                           f"({page // 1024} KiB), got {p[key]}")
+            raise BadInput(
+                f"thread-stacks: {key} must be a multiple of the page size "
+                f"({page // 1024} KiB), got {p[key]}"
+            )
     need = max(GIB // (p["chunk_kb"] * 1024), 4 * p["threads"]) + MAPS_HEADROOM
     limit = max_map_count()
     if limit is not None and need > limit:
-        raise BadInput(f"thread-stacks needs about {need:,} mappings but vm.max_map_count is "
-                       f"{limit:,}; choose a larger chunk_kb or fewer threads")
+        raise BadInput(
+            f"thread-stacks needs about {need:,} mappings but vm.max_map_count is "
+            f"{limit:,}; choose a larger chunk_kb or fewer threads"
+        )
 
 
 def memory(p):
@@ -97,8 +112,10 @@ def _fits_address_space(window, stacks, tables):
     else:
         need = stacks + extra
         what = "the thread stacks (choose fewer threads or a smaller stack_kb)"
-    raise BudgetExceeded(f"thread-stacks needs {need / GIB:.1f} GiB of address space for {what}, "
-                         f"but RLIMIT_AS is {limit / GIB:.1f} GiB")
+    raise BudgetExceeded(
+        f"thread-stacks needs {need / GIB:.1f} GiB of address space for {what}, "
+        f"but RLIMIT_AS is {limit / GIB:.1f} GiB"
+    )
 
 
 def run(ctx):
@@ -108,32 +125,49 @@ def run(ctx):
     fill = by["window fill"]
     if not fill["map_32bit"].value:
         why = NOT_X86.format(platform.machine())
-        return ctx.result(measured, [Claim(i, t, None, reason=why) for i, t in TEXTS.items()],
-                          [why], figure=figure)
+        return ctx.result(
+            measured,
+            [Claim(i, t, None, reason=why) for i, t in TEXTS.items()],
+            [why],
+            figure=figure,
+        )
     fill.add(Reading("MiB", fill["bytes"].value / MIB, fill["bytes"].source, "MiB"))
     unfilled = _unfilled(fill)
-    claims = [_window(fill, p), _capacity(fill), _enomem(fill),
-              _not_linear(by.get("full window"), by.get("one-mapping window"), unfilled),
-              _retry(by.get("full window"), unfilled), _no_cliff(by)]
-    order = ["window fill", "full window", "one-mapping window", "thread creates",
-             "threads: MAP_32BIT first", "threads: MAP_STACK", "fill series", "failing series"]
+    claims = [
+        _window(fill, p),
+        _capacity(fill),
+        _enomem(fill),
+        _not_linear(by.get("full window"), by.get("one-mapping window"), unfilled),
+        _retry(by.get("full window"), unfilled),
+        _no_cliff(by),
+    ]
+    order = [
+        "window fill",
+        "full window",
+        "one-mapping window",
+        "thread creates",
+        "threads: MAP_32BIT first",
+        "threads: MAP_STACK",
+        "fill series",
+        "failing series",
+    ]
     measured = [by[label] for label in order if label in by]
     return ctx.result(measured, claims, _notes(by, p), summary=SUMMARY, figure=figure)
 
 
 TEXTS = {
     "map32bit-window": "MAP_32BIT mappings land in [1 GiB, 2 GiB), the first within 32 MiB "
-                       "above 1 GiB (the randomised base)",
+    "above 1 GiB (the randomised base)",
     "map32bit-holds-1gib": "the window holds about 1 GiB: 1 GiB less at most the random base "
-                           "offset and one mapping",
+    "offset and one mapping",
     "map32bit-full-enomem": "once the window is full MAP_32BIT fails with ENOMEM, while the same "
-                            "call without the flag still succeeds",
+    "call without the flag still succeeds",
     "failing-call-not-linear": "a failing MAP_32BIT call does not walk the window's mappings one "
-                               "by one (the 2008 gap search did)",
+    "by one (the 2008 gap search did)",
     "retry-two-syscalls": "the 2003 retry (MAP_32BIT, then without it) costs about two system "
-                          "calls, not the 2008 slowdown",
+    "calls, not the 2008 slowdown",
     "thread-create-no-cliff": "once the window is full, creating a thread with a MAP_32BIT-first "
-                              "stack costs about what a MAP_STACK stack does",
+    "stack costs about what a MAP_STACK stack does",
 }
 
 
@@ -151,52 +185,79 @@ def _window(fill, p):
         return _claim("map32bit-window", None, reason="no MAP_32BIT call succeeded at all")
     first, lo, hi = (fill[k].value for k in ("first_addr", "lowest_addr", "highest_end"))
     slack = BASE_RANDOM + (THP_SLACK if p["chunk_kb"] * 1024 % HUGE_PAGE == 0 else 0)
-    holds = (fill["outside"].value == 0 and lo >= WINDOW[0] and hi <= WINDOW[1]
-             and first - WINDOW[0] < slack)
-    return _claim("map32bit-window", holds,
-                  f"{n:,} mappings from {_hex(lo)} to {_hex(hi)}, "
-                  f"{int(fill['outside'].value)} outside the window; the first at {_hex(first)}, "
-                  f"{(first - WINDOW[0]) / MIB:.2f} MiB above 1 GiB (mmap's return values)")
+    holds = (
+        fill["outside"].value == 0
+        and lo >= WINDOW[0]
+        and hi <= WINDOW[1]
+        and first - WINDOW[0] < slack
+    )
+    return _claim(
+        "map32bit-window",
+        holds,
+        f"{n:,} mappings from {_hex(lo)} to {_hex(hi)}, "
+        f"{int(fill['outside'].value)} outside the window; the first at {_hex(first)}, "
+        f"{(first - WINDOW[0]) / MIB:.2f} MiB above 1 GiB (mmap's return values)",
+    )
 
 
 def _capacity(fill):
     got, chunk = fill["bytes"].value, fill["chunk_bytes"].value
     if not fill["errno"].value:
-        return _claim("map32bit-holds-1gib", False,
-                      f"MAP_32BIT gave out {got / MIB:,.0f} MiB without failing: more than the "
-                      "window holds, so the flag is not confining mappings here")
+        return _claim(
+            "map32bit-holds-1gib",
+            False,
+            f"MAP_32BIT gave out {got / MIB:,.0f} MiB without failing: more than the "
+            "window holds, so the flag is not confining mappings here",
+        )
     holds = GIB - BASE_RANDOM - chunk < got <= GIB
     why = ""
     if not fill["plain_after_fail"].value:
         why = "; a process-wide limit, not the window, stopped the fill"
     elif not holds and chunk % HUGE_PAGE == 0:
-        why = ("; mappings of a 2 MiB multiple are aligned for transparent huge pages, which "
-               "leaves holes between them (see the notes)")
-    return _claim("map32bit-holds-1gib", holds,
-                  f"{got / MIB:,.1f} MiB in {int(fill['mappings'].value):,} mappings of "
-                  f"{_size(chunk)} before the first failure (1 GiB = 1,024 MiB){why}")
+        why = (
+            "; mappings of a 2 MiB multiple are aligned for transparent huge pages, which "
+            "leaves holes between them (see the notes)"
+        )
+    return _claim(
+        "map32bit-holds-1gib",
+        holds,
+        f"{got / MIB:,.1f} MiB in {int(fill['mappings'].value):,} mappings of "
+        f"{_size(chunk)} before the first failure (1 GiB = 1,024 MiB){why}",
+    )
 
 
 def _enomem(fill):
     err = int(fill["errno"].value)
     if not err:
-        return _claim("map32bit-full-enomem", False,
-                      "MAP_32BIT never failed: it took one mapping more than the window can hold")
+        return _claim(
+            "map32bit-full-enomem",
+            False,
+            "MAP_32BIT never failed: it took one mapping more than the window can hold",
+        )
     name = errno.errorcode.get(err, str(err))
     plain = bool(fill["plain_after_fail"].value)
-    return _claim("map32bit-full-enomem", err == errno.ENOMEM and plain,
-                  f"call {int(fill['mappings'].value) + 1:,} failed with {name} in "
-                  f"{fill['first_fail_ns'].value:,.0f} ns (clock); the same call without the "
-                  + ("flag then succeeded" if plain else "flag failed too: a process-wide "
-                     "limit (vm.max_map_count, RLIMIT_AS), not the window, stopped it"))
+    return _claim(
+        "map32bit-full-enomem",
+        err == errno.ENOMEM and plain,
+        f"call {int(fill['mappings'].value) + 1:,} failed with {name} in "
+        f"{fill['first_fail_ns'].value:,.0f} ns (clock); the same call without the "
+        + (
+            "flag then succeeded"
+            if plain
+            else "flag failed too: a process-wide "
+            "limit (vm.max_map_count, RLIMIT_AS), not the window, stopped it"
+        ),
+    )
 
 
 def _unfilled(fill):
     """Why no full window was timed (the C workload times only a window MAP_32BIT filled)."""
     if not fill["errno"].value:
         return "MAP_32BIT never failed, so there was no full window to time calls in"
-    return ("a plain mmap failed right after MAP_32BIT did: a process-wide limit, not the "
-            "window, stopped the fill, so no full window was timed")
+    return (
+        "a plain mmap failed right after MAP_32BIT did: a process-wide limit, not the "
+        "window, stopped the fill, so no full window was timed"
+    )
 
 
 def _not_linear(full, one, unfilled):
@@ -205,20 +266,31 @@ def _not_linear(full, one, unfilled):
         return _claim(cid, None, reason=unfilled)
     if one is None or "fail_ns" not in one.metrics:
         e = int(one["errno"].value) if one is not None and "errno" in one.metrics else 0
-        return _claim(cid, None, reason="the span of the full window could not be held by one "
-                      f"mapping ({errno.errorcode.get(e, e)}: another mapping lies inside it)")
+        return _claim(
+            cid,
+            None,
+            reason="the span of the full window could not be held by one "
+            f"mapping ({errno.errorcode.get(e, e)}: another mapping lies inside it)",
+        )
     n = int(full["vmas"].value)
     if n < MIN_VMAS:
-        return _claim(cid, None, reason=f"only {n:,} mappings filled the window; at least "
-                      f"{MIN_VMAS:,} are needed to tell a linear search (chunk_kb <= "
-                      f"{GIB // MIN_VMAS // 1024})")
+        return _claim(
+            cid,
+            None,
+            reason=f"only {n:,} mappings filled the window; at least "
+            f"{MIN_VMAS:,} are needed to tell a linear search (chunk_kb <= "
+            f"{GIB // MIN_VMAS // 1024})",
+        )
     dense, sparse = full["fail_ns"].value, one["fail_ns"].value
     per = (dense - sparse) / (n - 1)
     bound = LINEAR_NS_PER_VMA * NOT_LINEAR_FRACTION
-    return _claim(cid, per < bound,
-                  f"{dense:,.0f} ns with {n:,} mappings in the window vs {sparse:,.0f} ns with "
-                  f"one (medians, clock): {per:+.3f} ns per mapping, where a linear walk costs "
-                  f">= {LINEAR_NS_PER_VMA:g} ns per mapping (threshold {bound:g})")
+    return _claim(
+        cid,
+        per < bound,
+        f"{dense:,.0f} ns with {n:,} mappings in the window vs {sparse:,.0f} ns with "
+        f"one (medians, clock): {per:+.3f} ns per mapping, where a linear walk costs "
+        f">= {LINEAR_NS_PER_VMA:g} ns per mapping (threshold {bound:g})",
+    )
 
 
 def _retry(full, unfilled):
@@ -227,10 +299,13 @@ def _retry(full, unfilled):
         return _claim(cid, None, reason=unfilled)
     retry, plain, fail = (full[k].value for k in ("retry_ns", "plain_ns", "fail_ns"))
     ratio = retry / plain
-    return _claim(cid, ratio <= RETRY_MAX_RATIO,
-                  f"retry {retry:,.0f} ns = {ratio_text(ratio)} one plain mmap ({plain:,.0f} ns; "
-                  f"the failing call alone {fail:,.0f} ns; medians, clock; threshold "
-                  f"{RETRY_MAX_RATIO:g}x)")
+    return _claim(
+        cid,
+        ratio <= RETRY_MAX_RATIO,
+        f"retry {retry:,.0f} ns = {ratio_text(ratio)} one plain mmap ({plain:,.0f} ns; "
+        f"the failing call alone {fail:,.0f} ns; medians, clock; threshold "
+        f"{RETRY_MAX_RATIO:g}x)",
+    )
 
 
 def _no_cliff(by):
@@ -243,14 +318,21 @@ def _no_cliff(by):
     made = min(int(old["created"].value), int(new["created"].value))
     if full_at < 0 or made - full_at < MIN_AFTER_FULL:
         when = "never filled" if full_at < 0 else f"filled only at thread {full_at:,}"
-        return _claim(cid, None, reason=f"with {made:,} threads of each kind the window {when}; "
-                      f"at least {MIN_AFTER_FULL} creates after it fills are needed (raise "
-                      "threads or stack_kb)")
+        return _claim(
+            cid,
+            None,
+            reason=f"with {made:,} threads of each kind the window {when}; "
+            f"at least {MIN_AFTER_FULL} creates after it fills are needed (raise "
+            "threads or stack_kb)",
+        )
     a, b = old["us_after_full"].value, new["us_after_full"].value
-    return _claim(cid, a <= CREATE_MAX_RATIO * b,
-                  f"after the window filled at thread {full_at:,}: {a:.1f} us vs {b:.1f} us per "
-                  f"create ({a / b:.2f}x; medians over {made - full_at:,} threads each, clock; "
-                  f"threshold {CREATE_MAX_RATIO:g}x)")
+    return _claim(
+        cid,
+        a <= CREATE_MAX_RATIO * b,
+        f"after the window filled at thread {full_at:,}: {a:.1f} us vs {b:.1f} us per "
+        f"create ({a / b:.2f}x; medians over {made - full_at:,} threads each, clock; "
+        f"threshold {CREATE_MAX_RATIO:g}x)",
+    )
 
 
 def _notes(by, p):
@@ -259,15 +341,21 @@ def _notes(by, p):
     full = by.get("full window")
     if full is not None and full["late_successes"].value:
         late = int(full["late_successes"].value)
-        notes.append(f"{late} MAP_32BIT call{'s' * (late > 1)} still succeeded after the first "
-                     "failure: the search base is random per call, and a low one can still find "
-                     "a hole")
-    notes.append(f"page faults while filling the window: {_faults(fill)} - the cost is "
-                 "address space, not memory")
+        notes.append(
+            f"{late} MAP_32BIT call{'s' * (late > 1)} still succeeded after the first "
+            "failure: the search base is random per call, and a low one can still find "
+            "a hole"
+        )
+    notes.append(
+        f"page faults while filling the window: {_faults(fill)} - the cost is "
+        "address space, not memory"
+    )
     if fill["nivcsw"].value:
-        notes.append(f"the worker was preempted {fill['nivcsw'].value:,.0f} times while filling "
-                     "the window (rusage nivcsw); such calls stand out as slow, so the figure "
-                     "shows medians and the claims use medians")
+        notes.append(
+            f"the worker was preempted {fill['nivcsw'].value:,.0f} times while filling "
+            "the window (rusage nivcsw); such calls stand out as slow, so the figure "
+            "shows medians and the claims use medians"
+        )
     if p["chunk_kb"] * 1024 % HUGE_PAGE == 0 and fill["mappings"].value:
         span = fill["highest_end"].value - fill["lowest_addr"].value
         notes.append(_holes("chunk", fill["chunk_bytes"].value, span / fill["mappings"].value))
@@ -276,15 +364,19 @@ def _notes(by, p):
         n, stack = int(old["stacks_in_window"].value), p["stack_kb"] * 1024
         per = old["window_span"].value / n
         then = " and then it was full" if threads["full_at"].value >= 0 else ""
-        notes.append(f"{n} 2003-style stacks of {_size(stack)} went into the window "
-                     f"({n * stack / MIB:,.0f} MiB){then}; each took {per / MIB:.2f} MiB of it")
+        notes.append(
+            f"{n} 2003-style stacks of {_size(stack)} went into the window "
+            f"({n * stack / MIB:,.0f} MiB){then}; each took {per / MIB:.2f} MiB of it"
+        )
         if stack % HUGE_PAGE == 0:
             notes.append(_holes("stack", stack, per))
     if threads is not None and "failed_at" in threads.metrics:
         e = int(threads["errno"].value)
-        notes.append(f"pthread_create failed with {errno.errorcode.get(e, e)} at thread "
-                     f"{int(threads['failed_at'].value):,} (a pids or threads limit?); everything "
-                     "created was joined and the claims use those threads")
+        notes.append(
+            f"pthread_create failed with {errno.errorcode.get(e, e)} at thread "
+            f"{int(threads['failed_at'].value):,} (a pids or threads limit?); everything "
+            "created was joined and the claims use those threads"
+        )
     return notes
 
 
@@ -292,10 +384,12 @@ def _holes(what, size, per):
     """A note on 2 MiB-multiple mappings, which the kernel aligns for transparent huge pages."""
     if per < size + HUGE_PAGE / 2:
         return f"each {what} of {_size(size)} took {per / MIB:.2f} MiB of the window: no holes"
-    return (f"each {what} of {_size(size)} took {per / MIB:.2f} MiB of the window: mappings of a "
-            "2 MiB multiple are aligned for transparent huge pages, and on this kernel that "
-            f"leaves a hole beside each bottom-up MAP_32BIT mapping (try a {what} size that is "
-            "not a multiple of 2 MiB)")
+    return (
+        f"each {what} of {_size(size)} took {per / MIB:.2f} MiB of the window: mappings of a "
+        "2 MiB multiple are aligned for transparent huge pages, and on this kernel that "
+        f"leaves a hole beside each bottom-up MAP_32BIT mapping (try a {what} size that is "
+        "not a multiple of 2 MiB)"
+    )
 
 
 def _size(n):
@@ -311,8 +405,11 @@ def _faults(m):
 
 def _series(m, prefix):
     """A series recorded as "<prefix>@<index>" values: (indices, readings), in index order."""
-    items = sorted((int(name.split("@")[1]), r) for name, r in m.metrics.items()
-                   if name.startswith(prefix + "@"))
+    items = sorted(
+        (int(name.split("@")[1]), r)
+        for name, r in m.metrics.items()
+        if name.startswith(prefix + "@")
+    )
     return [i for i, _ in items], [r for _, r in items]
 
 
@@ -323,28 +420,45 @@ def figure(result):
     panels = []
     if "fill series" in by:
         xs, ys = _series(by["fill series"], "ns")
-        window = {f"mmap MAP_32BIT, median of {int(by['fill series']['bucket'].value)}":
-                  (xs, ys, "lines")}
+        window = {
+            f"mmap MAP_32BIT, median of {int(by['fill series']['bucket'].value)}": (xs, ys, "lines")
+        }
         if "failing series" in by:
             xs, ys = _series(by["failing series"], "ns")
             window["failing MAP_32BIT calls"] = (xs, ys, "markers")
-        panels.append(points("MAP_32BIT calls as the window fills", window, "call",
-                             y_title="ns per call"))
+        panels.append(
+            points("MAP_32BIT calls as the window fills", window, "call", y_title="ns per call")
+        )
     kinds = {}
-    for label, name in (("threads: MAP_32BIT first", "2003: MAP_32BIT, then retry"),
-                        ("threads: MAP_STACK", "today: MAP_STACK")):
+    for label, name in (
+        ("threads: MAP_32BIT first", "2003: MAP_32BIT, then retry"),
+        ("threads: MAP_STACK", "today: MAP_STACK"),
+    ):
         if label in by and "bucket" in by[label].metrics:
             xs, ys = _series(by[label], "us")
             kinds[f"{name}, median of {int(by[label]['bucket'].value)}"] = (xs, ys, "lines")
     if kinds:
-        panels.append(points("pthread_create as threads accumulate", kinds, "thread",
-                             y_title="us per create (stack + pthread_create)"))
+        panels.append(
+            points(
+                "pthread_create as threads accumulate",
+                kinds,
+                "thread",
+                y_title="us per create (stack + pthread_create)",
+            )
+        )
     if not panels:
-        raise PagelabError("thread-stacks has nothing to draw: "
-                           + (result.notes[0] if result.notes else "no series were recorded"))
+        raise PagelabError(
+            "thread-stacks has nothing to draw: "
+            + (result.notes[0] if result.notes else "no series were recorded")
+        )
     fig = side_by_side("the MAP_32BIT window and thread stacks", *panels)
     threads = by.get("thread creates")
     if kinds and threads is not None and threads["full_at"].value >= 0:
-        fig.add_vline(x=threads["full_at"].value, line_dash="dot", row=1, col=len(panels),
-                      annotation_text="window full")
+        fig.add_vline(
+            x=threads["full_at"].value,
+            line_dash="dot",
+            row=1,
+            col=len(panels),
+            annotation_text="window full",
+        )
     return fig

@@ -10,8 +10,10 @@ TIMEOUT = 60
 EVENTS = "page-faults,minor-faults"
 VARIANTS = ("vdso", "syscall", "vsyscall")
 SUMMARY = ("ns_per_call", "ns_per_call_stdev", "faults_per_call", "minflt_per_call")
-NONE_REASON = ("this kernel has vsyscall=none: the page is not mapped, so a call is a SIGSEGV "
-               "(caught in the worker)")
+NONE_REASON = (
+    "this kernel has vsyscall=none: the page is not mapped, so a call is a SIGSEGV "
+    "(caught in the worker)"
+)
 
 
 def memory(p):
@@ -34,8 +36,9 @@ def run(ctx):
         by = {m.label: m for m in measured}
         sigsegv = sigsegv or "sigsegv" in by.get("vsyscall", Measured("")).metrics
         runs.append(by)
-    measurements = [_aggregate(label, [r[label] for r in runs if label in r], calls)
-                    for label in VARIANTS]
+    measurements = [
+        _aggregate(label, [r[label] for r in runs if label in r], calls) for label in VARIANTS
+    ]
     measurements = [m for m in measurements if m.metrics]
     by = {m.label: m for m in measurements}
     mode = env.vsyscall_mode()
@@ -58,36 +61,69 @@ def _aggregate(label, runs, calls):
     pf = [r["page-faults"] for r in runs]
     first = pf[0]
     value = sum(x.value for x in pf) / (calls * len(runs)) if first.available else None
-    m.add(Reading("faults_per_call", value, "sw", kernel_excluded=first.kernel_excluded,
-                  reason=first.reason))
+    m.add(
+        Reading(
+            "faults_per_call",
+            value,
+            "sw",
+            kernel_excluded=first.kernel_excluded,
+            reason=first.reason,
+        )
+    )
     minflt = Reading("minflt", sum(r["minflt"].value for r in runs), "rusage")
     m.add(per(minflt, calls * len(runs), "minflt_per_call"))
     return m
 
 
 def _claims(by, none):
-    slower = "calling the vsyscall page is at least 20x slower than time() via the vDSO (seed: 156x)"
+    slower = (
+        "calling the vsyscall page is at least 20x slower than time() via the vDSO (seed: 156x)"
+    )
     fault = "each vsyscall call takes one perf page fault (the trap that starts the emulation)"
     flat = "rusage minflt stays flat: the emulated fault is not a memory-manager fault"
     if none or "vsyscall" not in by:
-        return [Claim(i, t, None, reason=NONE_REASON) for i, t in
-                (("vsyscall-much-slower", slower), ("vsyscall-fault-per-call", fault),
-                 ("vsyscall-minflt-flat", flat))]
+        return [
+            Claim(i, t, None, reason=NONE_REASON)
+            for i, t in (
+                ("vsyscall-much-slower", slower),
+                ("vsyscall-fault-per-call", fault),
+                ("vsyscall-minflt-flat", flat),
+            )
+        ]
     v, d = by["vsyscall"], by["vdso"]
     ratio = v["ns_per_call"].value / d["ns_per_call"].value
-    claims = [Claim("vsyscall-much-slower", slower, ratio >= 20,
-                    f"{ratio_text(ratio)}: {v['ns_per_call'].value:.0f} ns vs "
-                    f"{d['ns_per_call'].value:.1f} ns per call (clock)")]
+    claims = [
+        Claim(
+            "vsyscall-much-slower",
+            slower,
+            ratio >= 20,
+            f"{ratio_text(ratio)}: {v['ns_per_call'].value:.0f} ns vs "
+            f"{d['ns_per_call'].value:.1f} ns per call (clock)",
+        )
+    ]
     f = v["faults_per_call"]
     if why := unavailable(f):
-        claims.append(Claim("vsyscall-fault-per-call", fault, None,
-                            reason=why + "; rusage cannot see this fault, so nothing stands in"))
+        claims.append(
+            Claim(
+                "vsyscall-fault-per-call",
+                fault,
+                None,
+                reason=why + "; rusage cannot see this fault, so nothing stands in",
+            )
+        )
     else:
-        claims.append(Claim("vsyscall-fault-per-call", fault, 0.9 <= f.value <= 1.1,
-                            f"{f.value:.3f} page faults per call (sw)"))
+        claims.append(
+            Claim(
+                "vsyscall-fault-per-call",
+                fault,
+                0.9 <= f.value <= 1.1,
+                f"{f.value:.3f} page faults per call (sw)",
+            )
+        )
     mf = v["minflt_per_call"].value
-    claims.append(Claim("vsyscall-minflt-flat", flat, mf < 0.01,
-                        f"{mf:.5f} minflt per call (rusage)"))
+    claims.append(
+        Claim("vsyscall-minflt-flat", flat, mf < 0.01, f"{mf:.5f} minflt per call (rusage)")
+    )
     return claims
 
 
