@@ -11,18 +11,29 @@ STAMP := $(VENV)/.pagelab-installed
 INSTALL_INPUTS := pyproject.toml setup.py pylib/pagelab/_ffi_build.py \
 	$(shell find csrc -name '*.[ch]' -not -path 'csrc/tools/*')
 # command:debian-package pairs the tests use (valgrind for cachegrind agreement, perf for
-# `perf stat` agreement). Installed only when missing and only when running as root.
-SYSTEM_DEPS := valgrind:valgrind perf:linux-perf
+# `perf stat` agreement, chromium for the browser tests, node and npm to build the widget's
+# front end from labext/). Installed only when missing and only when running as root.
+SYSTEM_DEPS := valgrind:valgrind perf:linux-perf chromium:chromium node:nodejs npm:npm
+# The LiveCounters front end: TypeScript in labext/src bundled into one ESM file that the Python
+# widget loads (package data; users of the wheel need no Node).
+FRONT_END := pylib/pagelab/static/livecounters.js
+NODE_MODULES := labext/node_modules/.package-lock.json
 
 .PHONY: setup lab test system-deps clean
 
-setup: system-deps $(STAMP)
+setup: system-deps $(STAMP) $(FRONT_END)
 
 $(STAMP): $(INSTALL_INPUTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $@
+
+$(NODE_MODULES): labext/package.json labext/package-lock.json
+	cd labext && npm ci --no-audit --no-fund --loglevel=error
+
+$(FRONT_END): $(NODE_MODULES) $(wildcard labext/src/*.ts)
+	cd labext && npm run --silent build
 
 system-deps:
 	@missing=""; \
@@ -45,4 +56,4 @@ test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) build pylib/*.egg-info pylib/pagelab/_native*.so
+	rm -rf $(VENV) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/static labext/node_modules

@@ -9,7 +9,7 @@ from ._errors import BadInput, BudgetExceeded, CounterUnavailable, PagelabError,
 from ._events import DEFAULT_EVENTS, Event, event, events
 from ._maps import parse_maps
 from ._results import Claim, Measured, Result
-from ._run import experiment_names, parameters, run, run_all
+from ._run import RunHandle, experiment_names, parameters, run, run_all, start
 from ._sim import (
     CachelabResult,
     LevelStats,
@@ -37,11 +37,13 @@ __all__ = [
     "Event",
     "Interrupted",
     "LevelStats",
+    "LiveCounters",
     "Measured",
     "Measurement",
     "PagelabError",
     "Reading",
     "Result",
+    "RunHandle",
     "SimConfig",
     "SimStats",
     "Simulator",
@@ -65,5 +67,28 @@ __all__ = [
     "run",
     "run_all",
     "scan_trace",
+    "start",
     "stat",
 ]
+
+
+def __getattr__(name):
+    # the widget pulls in ipywidgets and anywidget: loaded when first used, not for the CLI
+    if name == "LiveCounters":
+        from ._live import LiveCounters
+
+        return LiveCounters
+    raise AttributeError(f"module 'pagelab' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext pagelab`: the magics (see pagelab._magics)."""
+    from ._magics import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython):
+    from ._magics import unload
+
+    unload(ipython)

@@ -2,6 +2,7 @@
 
 import importlib
 import sys
+import threading
 from dataclasses import dataclass, field
 
 from . import _environment as env
@@ -34,30 +35,32 @@ class Context:
     progress: object
     address_space: int
     environment: dict = field(default_factory=environment)
+    handle: "RunHandle | None" = None  # set when the run is in the background (start())
 
-    def workload(self, events=None, sim=None, what=None, **overrides):
-        """Run this experiment's C workload once in a fresh worker; returns (measurements, raw)."""
-        params = {**self.params, **overrides}
-        raw = _worker.call(
-            "pagelab._workloads:execute",
-            {"name": self.name, "params": params, "events": events, "sim": sim},
+    def _call(self, target, args, what):
+        kwargs = dict(
             timeout=self.timeout,
             address_space=self.address_space,
             what=what or self.name,
             on_progress=self.progress,
+        )
+        if self.handle is None:
+            return _worker.call(target, args, **kwargs)
+        return self.handle._follow(_worker.Job(target, args, **kwargs))
+
+    def workload(self, events=None, sim=None, what=None, **overrides):
+        """Run this experiment's C workload once in a fresh worker; returns (measurements, raw)."""
+        params = {**self.params, **overrides}
+        raw = self._call(
+            "pagelab._workloads:execute",
+            {"name": self.name, "params": params, "events": events, "sim": sim},
+            what,
         )
         return measurements(raw), raw
 
     def call(self, target, what=None, **args):
         """Run a Python task ("module:function") of this experiment in a fresh worker."""
-        return _worker.call(
-            target,
-            args,
-            timeout=self.timeout,
-            address_space=self.address_space,
-            what=what or self.name,
-            on_progress=self.progress,
-        )
+        return self._call(target, args, what)
 
     def result(self, measurements_, claims, notes=(), text="", summary=(), figure=None):
         w = _workloads.workload(self.name)
@@ -102,23 +105,102 @@ def _print_progress(text):
     print(f"  ... {text}", file=sys.stderr, flush=True)
 
 
-def run(name, *, sim=None, timeout=None, progress=_print_progress, **params):
-    """Run experiment ``name`` with ``params`` (see ``pagelab.parameters(name)``) and return its
-    Result: labelled measurements and the seed claims evaluated on them.
-
-    ``sim``: True also runs the simulated build of the workload (where one exists), False never
-    does, None (the default) does where the hardware cannot count caches and TLBs (the
-    software-only and blocked profiles). Simulated counts are always labelled 'sim'. Bad
-    parameters and requests over the memory budget raise BadInput before anything runs.
-    """
+def _context(name, sim, timeout, progress, params):
+    """Validate and check the budget (BadInput / BudgetExceeded before anything runs)."""
     p = _workloads.validate(name, params)
     mod = _module(name)
     resident, address_space = mod.memory(p)
     check_budget(name, resident)
     if sim is None:
         sim = _workloads.workload(name).has_sim and profile() != "full"
-    ctx = Context(name, p, bool(sim), timeout or mod.TIMEOUT, progress, address_space)
+    return mod, Context(name, p, bool(sim), timeout or mod.TIMEOUT, progress, address_space)
+
+
+def run(name, *, sim=None, timeout=None, progress=_print_progress, live=False, **params):
+    """Run experiment ``name`` with ``params`` (see ``pagelab.parameters(name)``) and return its
+    Result: labelled measurements and the claims of its write-up evaluated on them.
+
+    ``sim``: True also runs the simulated build of the workload (where one exists), False never
+    does, None (the default) does where the hardware cannot count caches and TLBs (the
+    software-only and blocked profiles). Simulated counts are always labelled 'sim'. Bad
+    parameters and requests over the memory budget raise BadInput before anything runs.
+    ``live``: also show a LiveCounters widget following the workers while they run.
+    """
+    if live:
+        from IPython.display import display
+
+        from ._live import LiveCounters
+
+        handle = start(name, sim=sim, timeout=timeout, progress=progress, **params)
+        display(LiveCounters.watch(handle, interval_ms=50))
+        return handle.result()
+    mod, ctx = _context(name, sim, timeout, progress, params)
     return mod.run(ctx)
+
+
+def start(name, *, sim=None, timeout=None, progress=None, **params):
+    """Start experiment ``name`` in the background and return its RunHandle at once (bad
+    parameters still raise here). Watch it with ``pagelab.LiveCounters.watch(handle)``."""
+    mod, ctx = _context(name, sim, timeout, progress, params)
+    return RunHandle(mod, ctx)
+
+
+class RunHandle:
+    """An experiment running in the background: ``pid`` (its current worker, or None between
+    workers), ``done()``, ``result()`` (the Result, or the run's error; Ctrl-C while waiting
+    stops the worker) and ``cancel()``."""
+
+    def __init__(self, mod, ctx):
+        self.name = ctx.name
+        ctx.handle = self
+        self._job = None
+        self._cancelled = False
+        self._outcome = None
+        self._thread = threading.Thread(target=self._run, args=(mod, ctx), daemon=True)
+        self._thread.start()
+
+    def _run(self, mod, ctx):
+        try:
+            self._outcome = (True, mod.run(ctx))
+        except BaseException as e:  # handed to whoever waits in result()
+            self._outcome = (False, e)
+
+    def _follow(self, job):
+        if self._cancelled:
+            job.cancel()
+        self._job = job
+        return job.result()
+
+    @property
+    def pid(self):
+        job = self._job
+        return job.pid if job is not None and not job.done() else None
+
+    def done(self):
+        return not self._thread.is_alive()
+
+    def cancel(self):
+        """Stop the run: its current worker is killed and no further worker starts."""
+        self._cancelled = True
+        while not self.done():
+            if self._job is not None:
+                self._job.cancel()
+            self._thread.join(0.05)
+
+    def result(self):
+        try:
+            while not self.done():
+                self._thread.join(0.1)
+        except KeyboardInterrupt:
+            self.cancel()
+        ok, value = self._outcome
+        if ok:
+            return value
+        raise value
+
+    def __str__(self):
+        state = "finished" if self.done() else f"worker pid {self.pid}"
+        return f"{self.name} ({state})"
 
 
 def run_all(progress=_print_progress):

@@ -16,6 +16,8 @@ import selectors
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections import deque
 
@@ -215,6 +217,79 @@ def selftest(mode, seconds=0.0, mib=0):
     elif mode == "fail":
         raise OSError(5, "the task failed on purpose")
     return {"mode": mode, "pid": os.getpid()}
+
+
+# ---- a call in the background ------------------------------------------------------------
+
+
+class Job:
+    """``call`` running in a background thread, so the caller stays responsive (e.g. while a
+    LiveCounters widget watches the worker). ``pid`` is the worker's once its task has started,
+    else None; ``result()`` waits and returns or raises what ``call`` would; Ctrl-C while waiting,
+    or ``cancel()``, kills the worker and its process group."""
+
+    def __init__(self, target, args, **kwargs):
+        fd, self._pid_path = tempfile.mkstemp(prefix="pagelab-job-", suffix=".json")
+        os.close(fd)
+        self._pid = None
+        self._cancelled = False
+        self._outcome = None  # (True, result) or (False, exception)
+        wrapped = {"target": target, "args": args, "pid_path": self._pid_path}
+        self._thread = threading.Thread(
+            target=self._run, args=("pagelab._worker:announced", wrapped, kwargs), daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, target, args, kwargs):
+        try:
+            self._outcome = (True, call(target, args, **kwargs))
+        except BaseException as e:  # handed to whoever waits in result()
+            what = kwargs.get("what") or args["target"]
+            stopped = Interrupted(f"stopped the {what} worker; its memory is freed")
+            self._outcome = (False, stopped if self._cancelled else e)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._pid_path)
+
+    @property
+    def pid(self):
+        if self._pid is None and not self.done():
+            with contextlib.suppress(FileNotFoundError, ValueError), open(self._pid_path) as f:
+                self._pid = json.load(f)["pid"]
+        return self._pid
+
+    def done(self):
+        return not self._thread.is_alive()
+
+    def cancel(self):
+        """Kill the worker (waiting for it to announce itself if it has not yet)."""
+        self._cancelled = True
+        while not self.done():
+            if self.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.pid, signal.SIGKILL)
+            self._thread.join(0.05)
+
+    def result(self):
+        try:
+            while not self.done():
+                self._thread.join(0.1)
+        except KeyboardInterrupt:
+            self.cancel()
+        ok, value = self._outcome
+        if ok:
+            return value
+        raise value
+
+
+def announced(target, args, pid_path):
+    """Worker side of Job: write this worker's pid (a typed record, atomically), then run."""
+    tmp = f"{pid_path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump({"pid": os.getpid()}, f)
+    os.replace(tmp, pid_path)
+    module, func = target.split(":")
+    return getattr(importlib.import_module(module), func)(**args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,29 @@
+import { describe, expect, it } from "vitest";
+import { formatRate, formatTotal } from "../src/format";
+
+describe("formatTotal", () => {
+  it("prints counts exactly with thousands separators", () => {
+    expect(formatTotal(1234567, "")).toBe("1,234,567");
+  });
+  it("prints nanoseconds as milliseconds and keeps other units", () => {
+    expect(formatTotal(2_500_000, "ns")).toBe("2.5 ms");
+    expect(formatTotal(1536, "KiB")).toBe("1,536 KiB");
+  });
+  it("says n/a for an unknown value instead of 0", () => {
+    expect(formatTotal(null, "")).toBe("n/a");
+    expect(formatTotal(Number.NaN, "")).toBe("n/a");
+  });
+});
+
+describe("formatRate", () => {
+  it("uses compact prefixes", () => {
+    expect(formatRate(0)).toBe("0/s");
+    expect(formatRate(950)).toBe("950/s");
+    expect(formatRate(12_345)).toBe("12.3k/s");
+    expect(formatRate(4_100_000)).toBe("4.1M/s");
+    expect(formatRate(250_000)).toBe("250k/s");
+  });
+  it("shows a dash before a rate exists", () => {
+    expect(formatRate(null)).toBe("–");
+  });
+});
