@@ -109,8 +109,9 @@ class LiveCounters(anywidget.AnyWidget):
 
     def close(self):
         """Stop the thread and close every counter fd, then close the widget."""
-        self.stop()
-        self._sampler.close()
+        if hasattr(self, "_sampler"):  # not when __init__ failed before it was made
+            self.stop()
+            self._sampler.close()
         super().close()
 
     def _on_control(self, _widget, content, _buffers):

@@ -156,14 +156,16 @@ class RunHandle:
         self._job = None
         self._cancelled = False
         self._outcome = None
-        self._thread = threading.Thread(target=self._run, args=(mod, ctx), daemon=True)
-        self._thread.start()
+        self._finished = threading.Event()  # see _worker.Job
+        threading.Thread(target=self._run, args=(mod, ctx), daemon=True).start()
 
     def _run(self, mod, ctx):
         try:
             self._outcome = (True, mod.run(ctx))
         except BaseException as e:  # handed to whoever waits in result()
             self._outcome = (False, e)
+        finally:
+            self._finished.set()
 
     def _follow(self, job):
         if self._cancelled:
@@ -177,7 +179,7 @@ class RunHandle:
         return job.pid if job is not None and not job.done() else None
 
     def done(self):
-        return not self._thread.is_alive()
+        return self._finished.is_set()
 
     def cancel(self):
         """Stop the run: its current worker is killed and no further worker starts."""
@@ -185,12 +187,12 @@ class RunHandle:
         while not self.done():
             if self._job is not None:
                 self._job.cancel()
-            self._thread.join(0.05)
+            self._finished.wait(0.05)
 
     def result(self):
         try:
             while not self.done():
-                self._thread.join(0.1)
+                self._finished.wait(0.1)
         except KeyboardInterrupt:
             self.cancel()
         ok, value = self._outcome

@@ -234,11 +234,12 @@ class Job:
         self._pid = None
         self._cancelled = False
         self._outcome = None  # (True, result) or (False, exception)
+        # an Event, not Thread.join: a join interrupted by Ctrl-C can mark a live thread done
+        self._finished = threading.Event()
         wrapped = {"target": target, "args": args, "pid_path": self._pid_path}
-        self._thread = threading.Thread(
+        threading.Thread(
             target=self._run, args=("pagelab._worker:announced", wrapped, kwargs), daemon=True
-        )
-        self._thread.start()
+        ).start()
 
     def _run(self, target, args, kwargs):
         try:
@@ -250,6 +251,7 @@ class Job:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._pid_path)
+            self._finished.set()
 
     @property
     def pid(self):
@@ -259,7 +261,7 @@ class Job:
         return self._pid
 
     def done(self):
-        return not self._thread.is_alive()
+        return self._finished.is_set()
 
     def cancel(self):
         """Kill the worker (waiting for it to announce itself if it has not yet)."""
@@ -268,12 +270,12 @@ class Job:
             if self.pid is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.pid, signal.SIGKILL)
-            self._thread.join(0.05)
+            self._finished.wait(0.05)
 
     def result(self):
         try:
             while not self.done():
-                self._thread.join(0.1)
+                self._finished.wait(0.1)
         except KeyboardInterrupt:
             self.cancel()
         ok, value = self._outcome

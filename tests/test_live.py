@@ -1,0 +1,191 @@
+"""LiveCounters' Python side: its messages, sources, controls, thread and fds; run handles."""
+
+import array
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import pagelab
+from helpers import fd_count
+from pagelab import _worker
+from pagelab._live import LiveCounters, samples_message
+from pagelab._sampler import Sampler
+
+NO_SUCH_EVENT = "4242:1"  # a perf type no kernel has: fails to open everywhere (ENOENT)
+
+
+def recording(widget):
+    """Keep what the widget sends (no front end is attached outside a kernel)."""
+    sent = []
+    widget.send = lambda content, buffers=None: sent.append((content, buffers))
+    return sent
+
+
+def test_samples_message_is_two_float64_buffers():
+    """A batch goes out as one message: counts in the content, times and row-major totals as
+    float64 buffers (NaN for unknown), not one JSON number per value."""
+    content, buffers = samples_message([0.5, 1.0], [[1, math.nan], [3, 4]])
+    assert content == {"type": "samples", "n": 2, "counters": 2}
+    times = array.array("d", bytes(buffers[0]))
+    values = array.array("d", bytes(buffers[1]))
+    assert list(times) == [0.5, 1.0]
+    assert values[0] == 1 and math.isnan(values[1]) and list(values[2:]) == [3, 4]
+
+
+def test_sample_sends_growing_page_faults_of_this_kernel():
+    """Faulting in this (main) thread shows up in the next sample's page-faults total."""
+    w = LiveCounters(["page-faults"], start=False)
+    sent = recording(w)
+    try:
+        before = w.sample()[0]
+        block = bytearray(16 << 20)  # zero-filled: 4096 fresh pages
+        after = w.sample()[0]
+        del block
+        assert after - before >= 4096 * 0.9
+        content, buffers = sent[-1]
+        assert content["type"] == "samples" and array.array("d", bytes(buffers[1]))[0] == after
+        assert w.counters[0]["source"] in ("sw", "rusage")
+    finally:
+        w.close()
+
+
+def test_unavailable_counter_says_why_and_repr_shows_sources():
+    """A counter that cannot open is NaN with its reason; the text repr names every source."""
+    w = LiveCounters(["page-faults", NO_SUCH_EVENT], start=False)
+    recording(w)
+    try:
+        values = w.sample()
+        bad = w.counters[1]
+        assert bad["name"] == NO_SUCH_EVENT and bad["reason"] and math.isnan(values[1])
+        text = repr(w)
+        assert f"{NO_SUCH_EVENT}: not available here ({bad['reason']})" in text
+        assert "page-faults: " in text and f"({w.counters[0]['source']}" in text
+    finally:
+        w.close()
+
+
+def test_bad_interval_and_target_are_bad_input():
+    """Faster than 30 Hz, or a target that is not a pid or handle, is one clear BadInput."""
+    with pytest.raises(pagelab.BadInput, match="at most 30 samples"):
+        LiveCounters(interval_ms=10)
+    with pytest.raises(pagelab.BadInput, match="target"):
+        LiveCounters(target=-3)
+    with pytest.raises(pagelab.UnknownEvent):
+        LiveCounters(["page-fautls"])
+
+
+def test_controls_and_close_stop_the_thread_and_close_every_fd():
+    """start/stop/reset from the view's messages work; close() joins the thread and leaves no fd."""
+    fds = fd_count()
+    w = LiveCounters(["page-faults", "context-switches"], interval_ms=33)
+    sent = recording(w)
+    assert w.running and w._thread.is_alive()
+    w._on_control(w, {"type": "stop"}, [])
+    assert not w.running and w._thread is None
+    w._on_control(w, {"type": "reset"}, [])
+    assert sent[-1][0] == {"type": "reset"} and math.isnan(w.totals()["page-faults"])
+    w._on_control(w, {"type": "start"}, [])
+    thread = w._thread
+    assert w.running
+    w.close()
+    assert not thread.is_alive()
+    assert fd_count() == fds
+    assert not any(t.name == "pagelab-live" for t in threading.enumerate())
+
+
+def test_blocked_profile_streams_labelled_rusage_fallback(tools_dir):
+    """Under the seccomp launcher page-faults is read from rusage, labelled so, with the reason."""
+    code = (
+        "from pagelab._live import LiveCounters\n"
+        "w = LiveCounters(['page-faults', 'cycles'], start=False)\n"
+        "w.send = lambda *a, **k: None\n"
+        "w.sample(); b = bytearray(8 << 20); w.sample()\n"
+        "print(repr(w)); w.close()\n"
+    )
+    p = subprocess.run(
+        [str(tools_dir / "pl-noperf"), sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    pf = next(l for l in p.stdout.splitlines() if "page-faults" in l)
+    assert "(rusage; perf unavailable" in pf and "seccomp" in pf and "minflt+majflt" in pf
+    total = int(pf.split(":")[1].split()[0].replace(",", ""))
+    assert total >= 2048 * 0.9
+    assert "cycles: not available here" in p.stdout
+
+
+def _wait_for_pid(job):
+    deadline = time.monotonic() + 60
+    while job.pid is None:
+        assert not job.done() and time.monotonic() < deadline, "the worker never started"
+        time.sleep(0.02)
+    return job.pid
+
+
+def test_job_pid_is_its_worker_and_a_sampler_follows_it():
+    """A background Job names its worker's pid, a Sampler opens on that process, cancel() kills
+    the worker and result() then raises Interrupted."""
+    job = _worker.Job("pagelab._worker:selftest", {"mode": "hold", "seconds": 60, "mib": 8})
+    pid = _wait_for_pid(job)
+    with open(f"/proc/{pid}/cmdline") as f:
+        assert "pagelab._worker" in f.read()
+    sampler = Sampler(["page-faults"], job)
+    try:
+        assert not math.isnan(sampler.read()[0])
+        assert sampler._probe.pid == pid
+    finally:
+        sampler.close()
+    job.cancel()
+    with pytest.raises(_worker.Interrupted):
+        job.result()
+    assert not os.path.exists(f"/proc/{pid}/cmdline") or _is_zombie_or_gone(pid)
+
+
+def _is_zombie_or_gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_interrupt_while_waiting_on_a_job_kills_its_worker():
+    """Ctrl-C (SIGINT) while result() waits stops the worker: Interrupted, and the pid is gone."""
+    job = _worker.Job("pagelab._worker:selftest", {"mode": "hold", "seconds": 60, "mib": 1})
+    pid = _wait_for_pid(job)
+    timer = threading.Timer(
+        0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)
+    )
+    timer.start()
+    with pytest.raises(_worker.Interrupted):
+        job.result()
+    assert _is_zombie_or_gone(pid)
+
+
+def test_start_returns_at_once_and_watch_follows_the_run():
+    """pagelab.start gives a handle while the experiment runs; watching it shows its workers'
+    counters and result() returns the experiment's Result."""
+    handle = pagelab.start("first-touch", size_mb=8, threads=1, rounds=2)
+    w = LiveCounters.watch(handle, ["page-faults"], interval_ms=33)
+    recording(w)
+    try:
+        result = handle.result()
+    finally:
+        w.close()
+    assert handle.done() and handle.pid is None
+    assert result.experiment == "first-touch"
+    assert "first-touch" in w.target
+
+
+def test_start_rejects_bad_parameters_before_running():
+    """Bad parameters raise BadInput from start() itself, not later from the background."""
+    with pytest.raises(pagelab.BadInput):
+        pagelab.start("first-touch", size_mb=0)
