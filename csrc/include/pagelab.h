@@ -4,6 +4,7 @@
 
 #include <linux/perf_event.h>
 
+#include "pl_cell.h"
 #include "pl_counters.h"
 #include "pl_cpuid.h"
 #include "pl_events.h"

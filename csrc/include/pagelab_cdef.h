@@ -102,6 +102,17 @@ struct pl_region {
 void pl_region_begin(struct pl_region *r);
 void pl_region_end(struct pl_region *r);
 
+/* pl_cell.h: a %%c cell's main(), loaded from its shared object and run with region hooks */
+struct pl_cell {
+    struct pl_region region;
+    struct pl_region whole;
+    int begun;
+    int ended;
+    int status;
+    char error[...];
+};
+int pl_cell_run(const char *path, struct pl_cell *cell);
+
 /* pl_sampling.h: page-fault sampling into a per-thread ring, aggregated by code address */
 #define PL_FAULT_SITES ...
 #define PL_FAULT_PAGES ...

@@ -1,0 +1,54 @@
+/* pagelab_cell.h: what a %%c cell is compiled with (the magic includes it for you).
+ *
+ *   PL_REGION_BEGIN();  ...code to measure...  PL_REGION_END();
+ *       Counters, the clock and rusage are read around this region (the first one, if there are
+ *       several); without it, the whole of main() is measured.
+ *   PL_LOAD(p), PL_STORE(p, v)
+ *       Write the memory accesses the cache/TLB simulator should model this way: *p, and *p = v.
+ *       The measured build runs them as plain loads and stores; the simulated build (-DPL_SIM)
+ *       also feeds each one to the simulator.
+ *   PL_KEEP(x)
+ *       Keeps a result alive so that -O2 cannot delete the loop that computed it.
+ *
+ * The cell is built twice with -O2 as a shared object whose main() pagelab calls in a worker
+ * process; pagelab fills in pl_cell_hooks before it does. */
+#ifndef PAGELAB_CELL_H
+#define PAGELAB_CELL_H
+
+#include <stdint.h>
+
+struct pl_cell_hooks {
+    void (*begin)(void *ctx);
+    void (*end)(void *ctx);
+    void (*access)(void *ctx, uint64_t addr, uint32_t size, int is_write);
+    void *ctx;
+};
+
+#ifndef PL_CELL_RUNNER /* the cell's side; the runner (csrc/cell.c) only needs the layout */
+
+__attribute__((visibility("default"))) struct pl_cell_hooks pl_cell_hooks;
+
+#define PL_REGION_BEGIN() pl_cell_hooks.begin(pl_cell_hooks.ctx)
+#define PL_REGION_END() pl_cell_hooks.end(pl_cell_hooks.ctx)
+
+#ifdef PL_SIM
+#define PL_LOAD(p)                                                                                 \
+    (pl_cell_hooks.access(pl_cell_hooks.ctx, (uint64_t)(uintptr_t)(p), sizeof *(p), 0), *(p))
+#define PL_STORE(p, v)                                                                             \
+    (pl_cell_hooks.access(pl_cell_hooks.ctx, (uint64_t)(uintptr_t)(p), sizeof *(p), 1), *(p) = (v))
+#else
+#define PL_LOAD(p) (*(p))
+#define PL_STORE(p, v) (*(p) = (v))
+#endif
+
+#define PL_KEEP(x)                                                                                 \
+    do {                                                                                           \
+        __typeof__(x) pl_keep_ = (x);                                                              \
+        __asm__ volatile("" : : "g"(&pl_keep_) : "memory");                                        \
+    } while (0)
+
+/* the cell's main() is called by pagelab, under this name */
+#define main pl_cell_main
+
+#endif
+#endif

@@ -1,0 +1,231 @@
+"""`%load_ext pagelab` in a real ipykernel, driven through jupyter_client: every magic, and %%c
+with good code, a compile error, a segfault, an endless loop and a memory hog. The kernel must
+survive each. Also in the blocked profile: the kernel runs under the seccomp launcher."""
+
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+POINTER_CHASE = r"""
+#include <stdio.h>
+#include <stdlib.h>
+
+#define N (1 << 18)
+
+int main(void)
+{
+    size_t *next = malloc(N * sizeof *next);
+    if (!next)
+        return 1;
+    for (size_t i = 0; i < N; i++)
+        next[i] = (i * 4099 + 1) % N;
+    size_t p = 0;
+    PL_REGION_BEGIN();
+    for (int i = 0; i < 200000; i++)
+        p = PL_LOAD(&next[p]);
+    PL_REGION_END();
+    PL_KEEP(p);
+    printf("chase ended at %zu\n", p);
+    free(next);
+    return 0;
+}
+"""
+
+
+class Kernel:
+    """A started kernel and a client; run() returns what a cell printed, showed and raised."""
+
+    def __init__(self, spec_dir=None, name="python3"):
+        ksm = KernelSpecManager(kernel_dirs=[str(spec_dir)]) if spec_dir else KernelSpecManager()
+        self.km = KernelManager(kernel_name=name, kernel_spec_manager=ksm)
+        self.km.start_kernel()
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=120)
+
+    def run(self, code, timeout=240):
+        out = {"stdout": "", "stderr": "", "data": [], "error": None}
+
+        def hook(msg):
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                out[content["name"]] += content["text"]
+            elif kind in ("display_data", "execute_result"):
+                out["data"].append(content["data"])
+            elif kind == "error":
+                out["error"] = f"{content['ename']}: {content['evalue']}"
+
+        reply = self.kc.execute_interactive(code, output_hook=hook, timeout=timeout)
+        out["status"] = reply["content"]["status"]
+        return out
+
+    def alive(self):
+        return self.run("print(6 * 7)")["stdout"].strip() == "42"
+
+    def stop(self):
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    k = Kernel()
+    assert k.run("%load_ext pagelab")["status"] == "ok"
+    yield k
+    k.stop()
+
+
+@pytest.fixture(scope="module")
+def blocked_kernel(tools_dir):
+    """A kernel whose process (and so its workers) cannot call perf_event_open: seccomp."""
+    spec = Path(tempfile.mkdtemp(prefix="pagelab-kernelspec-"))
+    (spec / "noperf").mkdir()
+    argv = [str(tools_dir / "pl-noperf"), sys.executable, "-m", "ipykernel_launcher"]
+    (spec / "noperf" / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [*argv, "-f", "{connection_file}"],
+                "display_name": "pagelab blocked",
+                "language": "python",
+            }
+        )
+    )
+    k = Kernel(spec, "noperf")
+    assert k.run("%load_ext pagelab")["status"] == "ok"
+    yield k
+    k.stop()
+
+
+def _number(text, name):
+    m = re.search(rf"^{re.escape(name)}: ([0-9,]+) \((\w+)", text, re.M)
+    assert m, text
+    return int(m.group(1).replace(",", "")), m.group(2)
+
+
+@pytest.mark.slow
+def test_counters_magic_counts_the_cell_and_states_its_overhead(kernel):
+    """%%counters counts the cell's page faults with their source, prints the overhead of an
+    empty cell, and -o returns the Measurement."""
+    out = kernel.run("%%counters -e page-faults -o\nb = bytearray(16 << 20)")
+    assert out["status"] == "ok", out
+    faults, source = _number(out["stdout"], "page-faults")
+    assert source == "sw" and faults >= 4096 * 0.9
+    assert "overhead (an empty cell" in out["stdout"]
+    assert any("page-faults" in d.get("text/plain", "") for d in out["data"])
+
+
+@pytest.mark.slow
+def test_counters_live_shows_the_widget(kernel):
+    """%%counters --live displays a LiveCounters widget while the cell runs."""
+    out = kernel.run("%%counters --live -e page-faults\nb = bytearray(4 << 20)")
+    assert out["status"] == "ok", out
+    assert any("application/vnd.jupyter.widget-view+json" in d for d in out["data"])
+    assert "LiveCounters(" in next(d["text/plain"] for d in out["data"])
+
+
+@pytest.mark.slow
+def test_maps_magic_shows_table_and_figure(kernel):
+    """%maps prints the kernel's memory map as a table and shows a plotly figure."""
+    out = kernel.run("%maps")
+    assert out["status"] == "ok", out
+    assert re.search(r"\bheap\b", out["stdout"]) and re.search(r"\bstack\b", out["stdout"])
+    assert any("application/vnd.plotly.v1+json" in d for d in out["data"])
+
+
+@pytest.mark.slow
+def test_pagelab_doctor_magic(kernel):
+    """%pagelab doctor prints the profile like `pagelab doctor`; other words are a usage error."""
+    out = kernel.run("%pagelab doctor")
+    assert out["status"] == "ok" and out["stdout"].startswith("profile: ")
+    bad = kernel.run("%pagelab frobnicate")
+    assert "usage: %pagelab doctor" in (bad["error"] or bad["stderr"])
+
+
+@pytest.mark.slow
+def test_c_magic_measures_and_simulates_a_pointer_chase(kernel):
+    """%%c runs the student's pointer chase: its output, measured readings with sources, and the
+    simulator's counts of the same region side by side."""
+    out = kernel.run("%%c\n" + POINTER_CHASE)
+    assert out["status"] == "ok", out
+    text = out["stdout"]
+    assert "chase ended at" in text
+    assert "PL_REGION_BEGIN..END, compiled -O2; main() returned 0" in text
+    row = next(l for l in text.splitlines() if l.strip().startswith("L1-dcache-loads"))
+    assert row.split()[-2:] == ["200,000", "(sim)"]  # one simulated load per hop, no more
+    assert re.search(r"task-clock\s+([0-9.,]+ ms \(sw\)|n/a)", text), text
+    assert re.search(r"elapsed\s+[0-9.]+ s \(clock\)", text)
+
+
+@pytest.mark.slow
+def test_c_magic_compile_error_shows_gcc_with_cell_lines(kernel):
+    """A compile error comes back as gcc's message at the cell's own line number."""
+    out = kernel.run("%%c\nint main(void)\n{\n    return undeclared_thing;\n}\n")
+    assert out["status"] == "ok" and out["error"] is None
+    assert re.search(r"cell:3:\d+: error: .undeclared_thing. undeclared", out["stderr"])
+    assert kernel.alive()
+
+
+@pytest.mark.slow
+def test_c_magic_segfault_is_one_line_and_the_kernel_survives(kernel):
+    """A segfault in student code ends its worker with one line; the kernel carries on."""
+    out = kernel.run("%%c\nint main(void)\n{\n    *(volatile int *)0 = 1;\n    return 0;\n}\n")
+    lines = out["stderr"].strip().splitlines()
+    assert len(lines) == 1 and "crashed with SIGSEGV" in lines[0], out
+    assert kernel.alive()
+
+
+@pytest.mark.slow
+def test_c_magic_endless_loop_is_stopped(kernel):
+    """An endless loop is stopped at --timeout with one line; the kernel carries on."""
+    out = kernel.run("%%c --timeout 2\nint main(void)\n{\n    for (;;)\n        ;\n}\n")
+    lines = out["stderr"].strip().splitlines()
+    assert len(lines) == 1 and "ran longer than 2 s and was stopped" in lines[0], out
+    assert kernel.alive()
+
+
+@pytest.mark.slow
+def test_c_magic_memory_hog_is_stopped_at_its_limit(kernel):
+    """A cell that keeps allocating hits its --mem limit in its own worker: one line."""
+    hog = (
+        "#include <stdlib.h>\n#include <string.h>\n"
+        "int main(void)\n{\n    for (;;)\n        memset(malloc(1 << 20), 1, 1 << 20);\n}\n"
+    )
+    out = kernel.run("%%c --mem 64\n" + hog)
+    lines = out["stderr"].strip().splitlines()
+    assert len(lines) == 1 and "--mem limit of 64 MiB" in lines[0], out
+    assert kernel.alive()
+
+
+@pytest.mark.slow
+def test_unload_removes_the_magics():
+    """%unload_ext pagelab removes %%c and friends (IPython's extension protocol)."""
+    k = Kernel()
+    try:
+        assert k.run("%load_ext pagelab\n%unload_ext pagelab")["status"] == "ok"
+        out = k.run("%%c\nint main(void) { return 0; }")
+        assert out["status"] == "error" and "Cell magic `%%c` not found" in out["stderr"]
+    finally:
+        k.stop()
+
+
+@pytest.mark.slow
+def test_blocked_profile_counters_and_c_cell_fall_back_with_labels(blocked_kernel):
+    """Under seccomp %%counters shows page faults from rusage, labelled, and %%c still gives
+    the simulator's counts beside clock and rusage readings."""
+    out = blocked_kernel.run("%%counters -e page-faults\nb = bytearray(16 << 20)")
+    assert out["status"] == "ok", out
+    assert "page-faults: not available here" in out["stdout"] and "seccomp" in out["stdout"]
+    assert re.search(r"minflt\+majflt: [0-9,]+ \(rusage\)", out["stdout"])
+    out = blocked_kernel.run("%%c\n" + POINTER_CHASE)
+    assert out["status"] == "ok", out
+    text = out["stdout"]
+    assert re.search(r"page-faults\s+[0-9,]+ \(rusage: minflt\+majflt\)", text), text
+    assert "seccomp" in text
+    assert re.search(r"L1-dcache-loads\s+-\s+200,000 \(sim\)", text), text
+    assert blocked_kernel.alive()
