@@ -198,7 +198,7 @@ def test_c_magic_memory_hog_is_stopped_at_its_limit(kernel):
     )
     out = kernel.run("%%c --mem 64\n" + hog)
     lines = out["stderr"].strip().splitlines()
-    assert len(lines) == 1 and "--mem limit of 64 MiB" in lines[0], out
+    assert len(lines) == 1 and "memory limit, --mem 64 MiB" in lines[0], out
     assert kernel.alive()
 
 

@@ -167,8 +167,8 @@ def _execute(path, events, sim, timeout, memory):
         hint = ""
         if e.signal in (signal.SIGSEGV, signal.SIGBUS):
             hint = (
-                f" (a bad pointer, or an unchecked malloc() returning NULL at the "
-                f"--mem limit of {memory >> 20} MiB)"
+                " (a bad pointer, or an unchecked malloc() returning NULL once the cell "
+                f"reached its memory limit, --mem {memory >> 20} MiB)"
             )
         raise _worker.WorkerDied(f"the {what} crashed with {name}{hint}", e.signal) from None
 
