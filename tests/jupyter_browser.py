@@ -1,0 +1,160 @@
+"""A real Jupyter server and Debian's chromium for the browser tests and bench/bench_live.py:
+a server on its own port, token and root directory; chromium driven by Playwright, headless, never
+downloaded; a notebook whose one cell shows LiveCounters watching a pid."""
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from test_lab import free_port
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
+# A process that faults until it is killed: maps 4 MiB, touches every page, unmaps, again.
+FAULTER = """
+import mmap, time
+while True:
+    m = mmap.mmap(-1, 4 << 20)
+    for off in range(0, len(m), 4096):
+        m[off] = 1
+    m.close()
+    time.sleep(0.02)
+"""
+TOTAL = '[data-pagelab="livecounters"] [data-counter="page-faults"] .pl-total'
+
+
+def missing_browser():
+    """Why the browser tests cannot run here, or None."""
+    if not os.path.exists(CHROMIUM):
+        return f"{CHROMIUM} is missing (make setup installs Debian's chromium as root)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (make setup installs it)"
+    return None
+
+
+def launch(pw, profile_dir):
+    """Debian's chromium, headless, with a fresh profile and nothing phoning home."""
+    return pw.chromium.launch_persistent_context(
+        str(profile_dir),
+        executable_path=CHROMIUM,
+        headless=True,
+        args=CHROMIUM_ARGS,
+        viewport={"width": 1280, "height": 800},
+    )
+
+
+def run_first_cell(page, server, path):
+    """Open the notebook at ``path`` (a /lab/tree/... or /notebooks/... URL path) and run its
+    first cell once its kernel is idle."""
+    page.goto(server.url(path), timeout=120_000)
+    editor = page.locator(".jp-Cell .jp-InputArea-editor").first
+    editor.wait_for(timeout=120_000)
+    server.wait_for_idle_kernel()
+    editor.click()
+    page.keyboard.press("Shift+Enter")
+
+
+def write_notebook(path, pid, interval_ms=33):
+    """A notebook whose one cell shows LiveCounters on ``pid``."""
+    cell = (
+        "import pagelab\n"
+        f"w = pagelab.LiveCounters(['page-faults', 'context-switches'], target={pid},"
+        f" interval_ms={interval_ms})\n"
+        "w"
+    )
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": "live",
+                "metadata": {},
+                "outputs": [],
+                "source": cell,
+            }
+        ],
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(nb))
+
+
+class Server:
+    """A Jupyter server (`jupyter lab` or `jupyter notebook`) on its own port, token and root."""
+
+    def __init__(self, app, root):
+        self.port, self.token = free_port(), secrets.token_hex(16)
+        env = dict(os.environ)
+        for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR"):
+            env[var] = str(root / f".{var.lower()}")
+        env["JUPYTERLAB_WORKSPACES_DIR"] = str(root / ".workspaces")
+        argv = [
+            str(Path(sys.executable).with_name("jupyter")),
+            app,
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={self.port}",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={root}",
+        ]
+        if os.geteuid() == 0:
+            argv.append("--allow-root")
+        self.log = open(root / "server.log", "w")  # noqa: SIM115 (closed in stop())
+        self.proc = subprocess.Popen(
+            argv, stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(self.url("/api/status"), timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"jupyter {app} did not start; see {root / 'server.log'}")
+            time.sleep(0.5)
+
+    def wait_for_idle_kernel(self):
+        """Until the page's kernel has started and is idle (asked of the server's REST API)."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(self.url("/api/sessions"), timeout=5) as r:
+                sessions = json.load(r)
+            if any(s["kernel"]["execution_state"] == "idle" for s in sessions):
+                return
+            time.sleep(0.5)
+        raise AssertionError("the notebook's kernel did not become idle within 120 s")
+
+    def url(self, path):
+        sep = "&" if "?" in path else "?"
+        return f"http://127.0.0.1:{self.port}{path}{sep}token={self.token}"
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.log.close()
