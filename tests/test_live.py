@@ -76,6 +76,8 @@ def test_bad_interval_and_target_are_bad_input():
         LiveCounters(interval_ms=10)
     with pytest.raises(pagelab.BadInput, match="target"):
         LiveCounters(target=-3)
+    with pytest.raises(pagelab.BadInput, match="no process with pid"):
+        LiveCounters(target=2**22 + 12345)  # above the default pid_max
     with pytest.raises(pagelab.UnknownEvent):
         LiveCounters(["page-fautls"])
 

@@ -66,7 +66,9 @@ class Kernel:
         return out
 
     def alive(self):
-        return self.run("print(6 * 7)")["stdout"].strip() == "42"
+        out = self.run("print(6 * 7)")
+        assert out["stdout"].strip() == "42", out
+        return True
 
     def stop(self):
         self.kc.stop_channels()
@@ -200,6 +202,52 @@ def test_c_magic_memory_hog_is_stopped_at_its_limit(kernel):
     lines = out["stderr"].strip().splitlines()
     assert len(lines) == 1 and "memory limit, --mem 64 MiB" in lines[0], out
     assert kernel.alive()
+
+
+@pytest.mark.slow
+def test_run_live_shows_the_widget_and_returns_the_result(kernel):
+    """pagelab.run(..., live=True) displays a LiveCounters on the run and returns its Result."""
+    out = kernel.run(
+        "import pagelab\n"
+        "r = pagelab.run('first-touch', size_mb=8, threads=1, rounds=2, live=True)\n"
+        "print(r.experiment)"
+    )
+    assert out["status"] == "ok", out
+    assert any("application/vnd.jupyter.widget-view+json" in d for d in out["data"])
+    assert out["stdout"].strip().endswith("first-touch")
+
+
+@pytest.mark.slow
+def test_interrupting_the_kernel_stops_a_watched_worker(kernel):
+    """A kernel interrupt while a cell waits on a background worker stops the worker with one
+    Interrupted line, and the kernel carries on."""
+    out = kernel.run(
+        "from pagelab import _worker\n"
+        "import time\n"
+        "job = _worker.Job('pagelab._worker:selftest', dict(mode='hold', seconds=120, mib=1))\n"
+        "while job.pid is None:\n"
+        "    time.sleep(0.05)\n"
+        "print(job.pid)"
+    )
+    pid = int(out["stdout"])
+    msg_id = kernel.kc.execute("print('waiting', flush=True); job.result()")
+    while True:  # until the cell has printed, i.e. it is inside result()
+        msg = kernel.kc.get_iopub_msg(timeout=60)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            break
+    kernel.km.interrupt_kernel()
+    reply = kernel.kc.get_shell_msg(timeout=60)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "Interrupted"
+    assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+    assert kernel.alive()
+
+
+def _zombie(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import _worker
+from . import _events, _worker
 from ._counters import CounterGroup, Reading
 from ._errors import BadInput, PagelabError
 from ._native import ffi, lib
@@ -123,7 +123,7 @@ def run(source, events=None, *, sim=True, timeout=DEFAULT_TIMEOUT, memory=DEFAUL
     simulated column's reason for the simulated one."""
     if not isinstance(source, str) or not source.strip():
         raise BadInput("the cell is empty: write a C program with a main()")
-    events = list(events or CELL_EVENTS)
+    events = [e.name for e in _events.events(events or CELL_EVENTS)]  # bad names fail first
     work = tempfile.mkdtemp(prefix="pagelab-cell-")
     try:
         builds = _worker.call(

@@ -118,6 +118,12 @@ def target_pid(target):
     if isinstance(target, int) and not isinstance(target, bool):
         if target <= 0:
             raise BadInput(f"target pid must be positive, not {target}")
+        try:
+            os.kill(target, 0)  # signal 0: only asks whether the process exists
+        except ProcessLookupError:
+            raise BadInput(f"no process with pid {target}") from None
+        except PermissionError:
+            pass  # it exists; perf or /proc will say what can be read
         return target
     if hasattr(target, "pid"):
         return target.pid
