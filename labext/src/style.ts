@@ -11,6 +11,7 @@ const CSS = `
 .pagelab-live td.pl-source { color: #1565c0; }
 .pagelab-live .pl-unavailable td.pl-total { color: var(--jp-ui-font-color3, #999); }
 .pagelab-live td.pl-reason { color: #b26a00; white-space: normal; max-width: 40em; }
+.pagelab-live td.pl-note { color: var(--jp-ui-font-color2, #666); white-space: normal; max-width: 40em; }
 `;
 
 export function addStyle(doc: Document): void {

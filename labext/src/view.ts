@@ -55,7 +55,7 @@ export class LiveView {
     head.append(el("span", "pl-version", `pagelab ${version}`));
     const table = el("table", "pl-table");
     const header = el("tr", "pl-header");
-    for (const h of ["counter", "total", "rate", "", "source", ""]) header.append(el("th", "", h));
+    for (const h of ["counter", "total", "rate", "", "source", "notes"]) header.append(el("th", "", h));
     table.append(header);
     this.body = el("tbody", "pl-body");
     table.append(this.body);
@@ -92,13 +92,14 @@ export class LiveView {
       svg.append(line);
       spark.append(svg);
       const why = [c.reason && `unavailable: ${c.reason}`, c.note].filter(Boolean).join("; ");
+      const whyClass = c.reason ? "pl-reason" : "pl-note";
       tr.append(
         el("td", "pl-name", c.name),
         total,
         rate,
         spark,
         el("td", "pl-source", c.source),
-        el("td", "pl-reason", why),
+        el("td", whyClass, why),
       );
       this.body.append(tr);
       this.rows.push({ total, rate, line });

@@ -80,12 +80,12 @@ class CellResult:
         lines.append(f"  {'':<{width}}  {'measured':<28}  simulated")
         missing = {}
         for m, s in rows:
-            if m is not None and m.value is None and m.fallback is None:
+            if m is not None and m.value is None:
                 missing.setdefault(m.reason, []).append(m.name)
             left = _cell_text(m) if m else "-"
             right = _cell_text(s) if s else ("" if self.simulated else "-")
             lines.append(f"  {(m or s).name:<{width}}  {left:<28}  {right}".rstrip())
-        lines += [f"  n/a: {why} ({', '.join(names)})" for why, names in missing.items()]
+        lines += [f"  not counted here: {why} ({', '.join(n)})" for why, n in missing.items()]
         if self.simulated_reason:
             lines.append(f"  simulated: {self.simulated_reason}")
         elif self.simulated:
