@@ -17,8 +17,8 @@
 #include "pl_access.h"
 #include "pl_workloads.h"
 
-#define CACHE_LINE 64    /* the seed's CACHE_LINE_SIZE: the line of x86-64 and most arm64 cores */
-#define CACHE_PAGE 4096u /* base page: prefaulting touches each one once */
+#define CACHE_LINE PL_CACHE_LINE /* the seed's CACHE_LINE_SIZE */
+#define CACHE_PAGE 4096u         /* base page: prefaulting touches each one once */
 
 enum {
     CACHE_P_SIZE_MB,

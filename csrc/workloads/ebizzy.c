@@ -257,19 +257,14 @@ static void report_profile(struct pl_ctx *c, struct slot *slots, int n, size_t r
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         pl_out_value(o, "profile", v[i].name, v[i].value, "", "sw");
-    /* one line per code location: samples, where, module */
-    size_t used = strlen(o->text);
+    /* one record set per code location, busiest first: samples, where, module */
     for (int i = 0; i < all->nsites; i++) {
-        char where[160], module[96];
+        char label[PL_LABEL_MAX], where[160], module[96];
+        snprintf(label, sizeof label, "site %d", i + 1);
         pl_fault_site_name(all->site[i].ip, where, sizeof where, module, sizeof module);
-        int w = snprintf(o->text + used, sizeof o->text - used, "%llu\t%s\t%s\n",
-                         (unsigned long long)all->site[i].samples, where, module);
-        if (w < 0 || (size_t)w >= sizeof o->text - used) {
-            o->text[used] = '\0';
-            o->overflow = 1;
-            break;
-        }
-        used += (size_t)w;
+        pl_out_number(o, label, "samples", all->site[i].samples);
+        pl_out_text(o, label, "where", "%s", where);
+        pl_out_text(o, label, "module", "%s", module);
     }
 }
 

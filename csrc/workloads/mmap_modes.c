@@ -2,9 +2,9 @@
  * file mapping, each with and without MAP_POPULATE, then msync(MS_SYNC) and munmap. Each phase
  * is its own region, so faults and blocks in/out show where each mode pays.
  *
- * The file is an unnamed O_TMPFILE in the current directory (Python picks a directory on a
- * block-backed filesystem and chdirs the worker there): nothing is left behind even if the
- * worker is killed. Before each file variant its pages are written back and dropped from the
+ * The file is an unnamed O_TMPFILE in the current directory (Python picks the scratch
+ * directory, pylib/pagelab/_scratch.py, and chdirs the worker there): nothing is left behind even
+ * if the worker is killed. Before each file variant its pages are written back and dropped from the
  * page cache, so reading them is real disk I/O. */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,8 +18,8 @@
 
 #include "pl_workloads.h"
 
-#define PAGE 4096u            /* base page: the unit a fault maps and a write dirties */
-#define FILL_CHUNK (1u << 20) /* the file is written in 1 MiB pwrite()s */
+#define PAGE 4096u /* base page: the unit a fault maps and a write dirties */
+#define FILL_CHUNK PL_MMAP_FILL_CHUNK
 
 enum { P_SIZE_MB, P_STRIDE, NPARAMS };
 
@@ -35,17 +35,8 @@ static const char *const mode_name[] = {"anon", "private", "shared"};
 
 static int open_file(struct pl_ctx *c, size_t len)
 {
-    int fd = open(".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
-        /* a filesystem without O_TMPFILE: a named file, unlinked at once */
-        char name[] = "pagelab-mmap-XXXXXX";
-        fd = mkstemp(name);
-        if (fd >= 0 && unlink(name) != 0) {
-            int err = -errno;
-            close(fd);
-            return pl_out_fail(c->out, err, "cannot unlink the temp file %s", name);
-        }
-    }
+    int named;
+    int fd = pl_scratch_file("mmap", &named);
     if (fd < 0)
         return pl_out_fail(c->out, -errno, "cannot create a temp file in the working directory");
     char *chunk = malloc(FILL_CHUNK);

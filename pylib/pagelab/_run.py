@@ -35,12 +35,20 @@ class Context:
     address_space: int
     environment: dict = field(default_factory=environment)
 
-    def workload(self, events=None, sim=None, what=None, **overrides):
-        """Run this experiment's C workload once in a fresh worker; returns (measurements, raw)."""
+    def workload(self, events=None, sim=None, what=None, scratch=None, **overrides):
+        """Run this experiment's C workload once in a fresh worker; returns (measurements, raw).
+        ``scratch`` (a pagelab._scratch.Scratch) is the worker's working directory, where the
+        workload makes its file."""
         params = {**self.params, **overrides}
         raw = _worker.call(
             "pagelab._workloads:execute",
-            {"name": self.name, "params": params, "events": events, "sim": sim},
+            {
+                "name": self.name,
+                "params": params,
+                "events": events,
+                "sim": sim,
+                "cwd": scratch.path if scratch else None,
+            },
             timeout=self.timeout,
             address_space=self.address_space,
             what=what or self.name,

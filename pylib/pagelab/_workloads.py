@@ -1,6 +1,7 @@
 """The C workload table: parameters, validation, and running a workload inside a worker."""
 
 import difflib
+import os
 from dataclasses import dataclass
 
 from . import _rusage, _sim
@@ -107,17 +108,38 @@ def _value(exp, p, raw):
     return raw
 
 
+# ---- facts both sides need: written once in csrc/include/pl_workloads.h, read through the cdef
+
+CACHE_LINE = lib.PL_CACHE_LINE  # cache: the unit of access
+LATENCY_MAX_SIZES = lib.PL_LAT_MAX_SIZES  # latency: working-set sizes one run can hold
+COMPETITION_SLICES = lib.PL_COMPETITION_SLICES  # competition: time slices per phase
+COMPETITION_WRITE_CHUNK = lib.PL_COMPETITION_WRITE_CHUNK  # competition: the file's write size
+MMAP_FILL_CHUNK = lib.PL_MMAP_FILL_CHUNK  # mmap-modes: the file's pwrite size
+ADDR_NO_RANDOMIZE = lib.ADDR_NO_RANDOMIZE  # maps: the personality flag `setarch -R` sets
+
+
+def latency_sizes(min_kb, max_kb, ppo):
+    """latency's working-set sizes in KiB, from the C function the sweep itself uses."""
+    n = lib.pl_lat_sizes(min_kb, max_kb, ppo, ffi.NULL, 0)
+    out = ffi.new("int64_t[]", max(n, 1))
+    lib.pl_lat_sizes(min_kb, max_kb, ppo, out, n)
+    return list(out[0:n])
+
+
 # ---- inside the worker -------------------------------------------------------------------
 
 
-def execute(name, params, events=None, sim=None):
+def execute(name, params, events=None, sim=None, cwd=None):
     """Run workload ``name`` in this (worker) process and return its results as JSON-able data.
 
     ``events`` are opened as one group on this process (inherited by the workload's threads);
     whatever cannot open is reported with its reason. ``sim`` (a simulator config) runs the
-    -DPL_SIM build of the workload instead, with every access fed to the simulator.
+    -DPL_SIM build of the workload instead, with every access fed to the simulator. ``cwd`` is
+    the scratch directory (pagelab._scratch) for workloads that make a file there.
     """
     w = workload(name)
+    if cwd is not None:
+        os.chdir(cwd)
     values = [params[k] for k in w.params]
     entry = lib.pl_workload_table[w.index]
     group = CounterGroup(events, inherit=True) if events else None
@@ -167,12 +189,24 @@ def execute(name, params, events=None, sim=None):
     result = {
         "regions": regions,
         "values": values_out,
-        "text": ffi.string(out.text).decode(),
+        "facts": _facts(out),
         "overflow": bool(out.overflow),
     }
     if simulator is not None:
         result["sim"] = simulator.config.to_dict()
     return result
+
+
+def _facts(out):
+    """The workload's typed facts: label -> name -> number or text, in the order recorded."""
+    facts = {}
+    for f in out.fact[0 : out.nfacts]:
+        if f.kind == lib.PL_FACT_TEXT:
+            value = ffi.string(out.text + f.text).decode(errors="replace")
+        else:
+            value = f.number
+        facts.setdefault(_s(f.label), {})[_s(f.name)] = value
+    return facts
 
 
 def _region_metrics(status, r, facts):

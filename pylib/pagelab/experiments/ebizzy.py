@@ -123,7 +123,7 @@ def _summarise(mode, regions, raw, p, facts):
     m.add(Reading("profile_undelivered", int(prof["counted"] - prof["samples"]), "sw"))
     total = prof["samples"] or 1
     sites = []
-    for samples, where, module in _sites(raw)[:TOP_SITES]:
+    for samples, where, module in _sites(raw["facts"])[:TOP_SITES]:
         s = Measured(f"{mode}: {where}" + ("" if where.startswith(module) else f" in {module}"))
         s.add(Reading("samples", samples, "sw"))
         s.add(Reading("share", 100 * samples / total, "sw", "%"))
@@ -150,12 +150,10 @@ def _profile_failure(prof, facts):
     return None
 
 
-def _sites(raw):
-    out = []
-    for line in raw["text"].splitlines():
-        samples, where, module = line.split("\t")
-        out.append((int(samples), where, module))
-    return out
+def _sites(facts):
+    """(samples, where, module) per code location, busiest first (the "site N" facts)."""
+    sites = [f for label, f in facts.items() if label.startswith("site ")]
+    return [(f["samples"], f["where"], f["module"]) for f in sites]
 
 
 def _profile_text(m, raw):
@@ -169,7 +167,8 @@ def _profile_text(m, raw):
     ]
     total = s.value or 1
     lines += [
-        f"  {n / total:6.1%}  {n:>9,}  {where}  ({module})" for n, where, module in _sites(raw)
+        f"  {n / total:6.1%}  {n:>9,}  {where}  ({module})"
+        for n, where, module in _sites(raw["facts"])
     ]
     return "\n".join(lines)
 
