@@ -26,8 +26,6 @@
 
 #define MAX_THREADS 64
 #define CHUNK_TAG_SHIFT 40 /* source words carry their chunk number above this bit */
-/* glibc's default M_MMAP_THRESHOLD; setting it explicitly switches the dynamic threshold off */
-#define FIXED_MMAP_THRESHOLD (128 * 1024)
 /* glibc's largest accepted threshold on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX): above every
  * buffer_kb allowed below, so tuned buffers always come from an arena */
 #define TUNED_MMAP_THRESHOLD (32 << 20)
@@ -297,7 +295,7 @@ static int profile_round(struct pl_ctx *c, struct ebizzy *e, struct slot *slots,
 static int malloc_settings(struct pl_ctx *c, int mode)
 {
 #ifdef __GLIBC__
-    if (mode == MODE_MALLOC_FIXED && mallopt(M_MMAP_THRESHOLD, FIXED_MMAP_THRESHOLD) != 1)
+    if (mode == MODE_MALLOC_FIXED && mallopt(M_MMAP_THRESHOLD, PL_EBIZZY_FIXED_MMAP_THRESHOLD) != 1)
         return pl_out_fail(c->out, -EINVAL, "mallopt(M_MMAP_THRESHOLD) failed");
     if (mode == MODE_TUNED && (mallopt(M_MMAP_THRESHOLD, TUNED_MMAP_THRESHOLD) != 1 ||
                                mallopt(M_TRIM_THRESHOLD, TUNED_TRIM_THRESHOLD) != 1))

@@ -21,9 +21,7 @@
 #include "pl_access.h"
 #include "pl_workloads.h"
 
-#define LAT_LINE PL_CACHE_LINE   /* one node per cache line */
-#define LAT_HUGE_PAGE (2u << 20) /* a PMD: the unit of a transparent huge page */
-#define LAT_PAGE 4096u           /* base page: prefaulting touches each one once */
+#define LAT_LINE PL_CACHE_LINE /* one node per cache line */
 
 enum {
     LAT_P_MIN_KB,
@@ -35,7 +33,7 @@ enum {
     LAT_P_SEED,
     LAT_NPARAMS
 };
-enum { LAT_PAGES_HUGE, LAT_PAGES_SMALL };
+enum { PL_PAGES_HUGE, PL_PAGES_SMALL };
 
 /* While building, a node holds the index of its successor; then the pointer to it. */
 union lat_node {
@@ -156,15 +154,15 @@ int PL_NAME(pl_latency_run)(struct pl_ctx *c)
         return pl_out_fail(c->out, -EINVAL,
                            "between 1 and %d working-set sizes are possible, not %d",
                            PL_LAT_MAX_SIZES, nsizes);
-    int huge = c->param[LAT_P_PAGES] == LAT_PAGES_HUGE;
+    int huge = c->param[LAT_P_PAGES] == PL_PAGES_HUGE;
     size_t len = (size_t)kbs[nsizes - 1] * 1024;
     if (huge) /* whole huge pages: even a sweep smaller than one gets the same page size */
-        len = (len + LAT_HUGE_PAGE - 1) & ~(size_t)(LAT_HUGE_PAGE - 1);
-    size_t span = len + LAT_HUGE_PAGE; /* room to align to a huge page */
+        len = (len + PL_HUGE_PAGE - 1) & ~(size_t)(PL_HUGE_PAGE - 1);
+    size_t span = len + PL_HUGE_PAGE; /* room to align to a huge page */
     char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED)
         return pl_out_fail(c->out, -errno, "mmap of %zu MiB failed", span >> 20);
-    char *buf = (char *)(((uintptr_t)raw + LAT_HUGE_PAGE - 1) & ~(uintptr_t)(LAT_HUGE_PAGE - 1));
+    char *buf = (char *)(((uintptr_t)raw + PL_HUGE_PAGE - 1) & ~(uintptr_t)(PL_HUGE_PAGE - 1));
     /* huge pages take the TLB out of the picture (2 MiB pages reach far beyond the LLC), so the
      * knees are the caches'; small pages add knees at the TLB's reach. EINVAL: no THP here. */
     if (madvise(buf, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) != 0) {
@@ -176,7 +174,7 @@ int PL_NAME(pl_latency_run)(struct pl_ctx *c)
         }
         /* no THP in this kernel: the smaps reading below says how much is huge (none) */
     }
-    for (size_t off = 0; off < len; off += LAT_PAGE)
+    for (size_t off = 0; off < len; off += PL_PAGE)
         buf[off] = 0; /* every page (huge or not) exists before anything is timed */
     long huge_kb = lat_huge_kb(buf);
     if (huge_kb >= 0)
@@ -223,7 +221,7 @@ static const struct pl_param lat_params[LAT_NPARAMS] = {
     {"points_per_octave", 4, 1, 16, "points", NULL, "working-set sizes per doubling"},
     {"loads", 1 << 16, 1000, 1 << 30, "loads", NULL, "dependent loads timed per repetition"},
     {"repeats", 10, 1, 100, "repeats", NULL, "timed chases per size; the fastest is kept"},
-    {"pages", LAT_PAGES_HUGE, 0, 1, "", "huge,small",
+    {"pages", PL_PAGES_HUGE, 0, 1, "", "huge,small",
      "huge pages take TLB misses out of the "
      "picture; small (4 KiB) pages add knees at the TLB's reach"},
     {"seed", 1, 1, INT64_MAX, "", NULL, "seed of the xorshift generator that shuffles the chain"},

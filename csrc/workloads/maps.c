@@ -19,8 +19,8 @@
 
 #include "pl_workloads.h"
 
-#define SMALL_BLOCK 4096u      /* far below glibc's 128 KiB mmap threshold: comes from [heap] */
-#define LARGE_BLOCK (1u << 20) /* above that threshold: malloc gives it a mapping of its own */
+#define SMALL_BLOCK PL_MAPS_SMALL_BLOCK /* from [heap] */
+#define LARGE_BLOCK PL_MAPS_LARGE_BLOCK /* a mapping of its own */
 #define MAX_THREADS 16
 /* room kept in out->text after the maps copy for the other text fact: the exe path */
 #define MAPS_MAX (PL_OUT_TEXT_MAX - PATH_MAX)

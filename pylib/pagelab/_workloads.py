@@ -110,12 +110,20 @@ def _value(exp, p, raw):
 
 # ---- facts both sides need: written once in csrc/include/pl_workloads.h, read through the cdef
 
+PAGE = lib.PL_PAGE  # the base page: what one fault maps
+HUGE_PAGE = lib.PL_HUGE_PAGE  # a PMD: what one transparent-huge-page fault maps
 CACHE_LINE = lib.PL_CACHE_LINE  # cache: the unit of access
 LATENCY_MAX_SIZES = lib.PL_LAT_MAX_SIZES  # latency: working-set sizes one run can hold
 COMPETITION_SLICES = lib.PL_COMPETITION_SLICES  # competition: time slices per phase
 COMPETITION_WRITE_CHUNK = lib.PL_COMPETITION_WRITE_CHUNK  # competition: the file's write size
 MMAP_FILL_CHUNK = lib.PL_MMAP_FILL_CHUNK  # mmap-modes: the file's pwrite size
 ADDR_NO_RANDOMIZE = lib.ADDR_NO_RANDOMIZE  # maps: the personality flag `setarch -R` sets
+MAPS_SMALL_BLOCK = lib.PL_MAPS_SMALL_BLOCK  # maps: a malloc block from [heap]
+MAPS_LARGE_BLOCK = lib.PL_MAPS_LARGE_BLOCK  # maps: a malloc block with a mapping of its own
+EBIZZY_FIXED_MMAP_THRESHOLD = lib.PL_EBIZZY_FIXED_MMAP_THRESHOLD  # glibc's default, pinned
+VSYSCALL_BASE = lib.PL_VSYSCALL_BASE  # the legacy vsyscall page (x86-64 ABI)
+MAP32_WINDOW = (lib.PL_MAP32_WINDOW_LO, lib.PL_MAP32_WINDOW_HI)  # where MAP_32BIT searches
+FAULT_PROFILE_BYTES = ffi.sizeof("struct pl_fault_profile")  # ebizzy: one thread's profile
 
 
 def latency_sizes(min_kb, max_kb, ppo):

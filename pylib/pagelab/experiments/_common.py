@@ -3,8 +3,8 @@
 import statistics
 
 from .._counters import Reading
+from .._workloads import HUGE_PAGE, PAGE  # noqa: F401 (shared by the experiment modules)
 
-PAGE = 4096
 MIB = 1 << 20
 
 

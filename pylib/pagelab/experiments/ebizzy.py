@@ -7,17 +7,16 @@ import statistics
 from .._counters import Reading
 from .._reasons import Facts, explain
 from .._results import Claim, Measured
-from .._workloads import workload
+from .._workloads import EBIZZY_FIXED_MMAP_THRESHOLD as FIXED_MMAP_THRESHOLD
+from .._workloads import FAULT_PROFILE_BYTES, workload
 from ._common import MIB, PAGE, per, ratio_text, unavailable
 
 TIMEOUT = 120
 EVENTS = "page-faults,minor-faults"
 STORMS = ("mmap", "malloc-fixed")  # a fresh mapping per record
 FIXES = ("pool", "tuned")
-GLIBC_MMAP_THRESHOLD = 128 << 10  # glibc's default M_MMAP_THRESHOLD
 THREAD_STACK = 8 * MIB  # glibc's default pthread stack (RLIMIT_STACK), reserved per thread
 ARENA_RESERVE = 128 * MIB  # a new thread arena maps 2 x HEAP_MAX_SIZE (64 MiB) to align it
-PROFILE_BYTES = 80 << 10  # one thread's struct pl_fault_profile, rounded up
 TOP_SITES = 5  # code locations per mode kept as measurements (all are in result.text)
 SUMMARY = ("records_per_s", "faults_per_record", "cpu_us_per_record", "samples", "share")
 
@@ -29,7 +28,7 @@ def _modes():
 def memory(p):
     buf = p["buffer_kb"] << 10
     # the source, plus per thread the buffer in use and one more that malloc may keep
-    resident = (p["chunks"] + 2 * p["threads"]) * buf + p["threads"] * PROFILE_BYTES
+    resident = (p["chunks"] + 2 * p["threads"]) * buf + p["threads"] * FAULT_PROFILE_BYTES
     return resident, resident + p["threads"] * (THREAD_STACK + ARENA_RESERVE)
 
 
@@ -52,7 +51,7 @@ def run(ctx):
     storms = [
         s
         for s in STORMS
-        if s in by and (s != "malloc-fixed" or p["buffer_kb"] << 10 >= GLIBC_MMAP_THRESHOLD)
+        if s in by and (s != "malloc-fixed" or p["buffer_kb"] << 10 >= FIXED_MMAP_THRESHOLD)
     ]
     fixes = [f for f in FIXES if f in by]
     claims = [_fresh(by, storms, pages), _fewer(by, storms, fixes), _faster(by, storms, fixes)]

@@ -10,14 +10,14 @@ from .._counters import Reading
 from .._maps import KINDS, parse_maps
 from .._results import Claim, Measured
 from .._scratch import choose
-from .._workloads import ADDR_NO_RANDOMIZE  # the personality flag `setarch -R` sets
+from .._workloads import ADDR_NO_RANDOMIZE, VSYSCALL_BASE
+from .._workloads import MAPS_LARGE_BLOCK as LARGE_BLOCK
+from .._workloads import MAPS_SMALL_BLOCK as SMALL_BLOCK
 from ._common import MIB
 
 TIMEOUT = 60
 RUNS = 2  # two fresh processes show what moves; a chance repeat is <= 2**-13 (brk: 32 MiB range)
-SMALL_BLOCK, LARGE_BLOCK = 4096, MIB  # the C workload's two malloc blocks
 THREAD_STACK = 8 * MIB  # glibc's default pthread stack (RLIMIT_STACK), reserved per thread
-VSYSCALL_BASE = 0xFFFFFFFFFF600000  # fixed by the x86-64 ABI, the same in every process
 SOURCE = "rusage"  # read from /proc/PID/maps: the /proc class of sources
 SUMMARY = ("regions", "size_kib", "moved")
 EXPECTED = {  # where each object the worker reports must live
