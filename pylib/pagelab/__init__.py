@@ -10,6 +10,7 @@ from ._events import DEFAULT_EVENTS, Event, event, events
 from ._maps import parse_maps
 from ._results import Claim, Measured, Result
 from ._run import experiment_names, parameters, run, run_all
+from ._schema import json_schema
 from ._sim import (
     CachelabResult,
     LevelStats,
@@ -59,6 +60,7 @@ __all__ = [
     "event",
     "events",
     "experiment_names",
+    "json_schema",
     "measure",
     "parameters",
     "parse_maps",
