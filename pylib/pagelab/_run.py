@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 from . import _environment as env
 from . import _worker, _workloads
-from ._counters import Reading
 from ._doctor import environment, profile
 from ._errors import BudgetExceeded
+from ._reading import Reading
 from ._results import Measured, Result
 
 MIB = 1 << 20

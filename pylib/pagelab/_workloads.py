@@ -5,9 +5,10 @@ import os
 from dataclasses import dataclass
 
 from . import _rusage, _sim
-from ._counters import CounterGroup, Counts, Reading, add_fallbacks, readings, rusage_readings
+from ._counters import CounterGroup, Counts, add_fallbacks, readings, rusage_readings
 from ._errors import BadInput
 from ._native import ffi, lib
+from ._reading import Reading
 from ._reasons import Facts
 
 

@@ -2,7 +2,7 @@
 
 import statistics
 
-from .._counters import Reading
+from .._reading import Reading
 from .._workloads import HUGE_PAGE, PAGE  # noqa: F401 (shared by the experiment modules)
 
 MIB = 1 << 20

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import _environment as env
-from .._counters import Reading
+from .._reading import Reading
 from .._results import Claim
 from .._scratch import Scratch, choose
 from .._workloads import COMPETITION_SLICES as SLICES

@@ -4,7 +4,7 @@ page faults each record takes, what that costs, and which code takes them."""
 import os
 import statistics
 
-from .._counters import Reading
+from .._reading import Reading
 from .._reasons import Facts, explain
 from .._results import Claim, Measured
 from .._workloads import EBIZZY_FIXED_MMAP_THRESHOLD as FIXED_MMAP_THRESHOLD

@@ -17,8 +17,8 @@ import math
 import statistics
 
 from .. import _environment as env
-from .._counters import Reading
 from .._errors import BadInput
+from .._reading import Reading
 from .._results import Claim
 from .._workloads import LATENCY_MAX_SIZES as MAX_SIZES  # one counted region per size
 from .._workloads import latency_sizes as sizes  # the C sweep's own formula (lat_sizes)

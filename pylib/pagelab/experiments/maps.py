@@ -6,8 +6,8 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._counters import Reading
 from .._maps import KINDS, parse_maps
+from .._reading import Reading
 from .._results import Claim, Measured
 from .._scratch import choose
 from .._workloads import ADDR_NO_RANDOMIZE, VSYSCALL_BASE

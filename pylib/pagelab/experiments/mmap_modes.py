@@ -4,7 +4,7 @@ MAP_POPULATE, written and then msync'd: where each one takes its faults and its 
 import math
 from dataclasses import dataclass
 
-from .._counters import Reading
+from .._reading import Reading
 from .._results import Claim
 from .._scratch import MEMORY_FS, choose
 from .._workloads import MMAP_FILL_CHUNK

@@ -11,8 +11,8 @@ import os
 import platform
 
 from .. import _environment as env
-from .._counters import Reading
 from .._errors import BadInput, BudgetExceeded, PagelabError
+from .._reading import Reading
 from .._results import Claim
 from .._worker import ADDRESS_SPACE_SLACK
 from .._workloads import MAP32_WINDOW as WINDOW
