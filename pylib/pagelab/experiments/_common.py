@@ -6,6 +6,7 @@ from .._reading import Reading
 from .._workloads import HUGE_PAGE, PAGE  # noqa: F401 (shared by the experiment modules)
 
 MIB = 1 << 20
+BLOCK = 512  # the unit of rusage inblock/oublock: the kernel keeps bytes of I/O, reports them >> 9
 
 
 def faults(m):

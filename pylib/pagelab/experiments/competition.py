@@ -22,7 +22,7 @@ from .._results import Claim
 from .._scratch import Scratch, choose
 from .._workloads import COMPETITION_SLICES as SLICES
 from .._workloads import COMPETITION_WRITE_CHUNK as WRITE_CHUNK
-from ._common import MIB, unavailable
+from ._common import BLOCK, MIB, unavailable
 
 TIMEOUT = 300
 EVENTS = "page-faults,minor-faults,major-faults"
@@ -44,7 +44,6 @@ SUMMARY = (
 # Eviction may leave a few pages behind that it could not isolate at that instant (in a per-CPU
 # LRU batch, locked, or mapped elsewhere); more than a tenth left means it did not work.
 EVICTED_MAX_LEFT = 0.10
-BLOCK = 512  # rusage inblock counts 512-byte blocks
 NOT_DISK = (
     "the victim's file lives on {fs} in {dir} (no disk-backed scratch directory was "
     "found): its pages are memory and cannot be evicted to disk"

@@ -8,14 +8,13 @@ from .._reading import Reading
 from .._results import Claim
 from .._scratch import MEMORY_FS, choose
 from .._workloads import MMAP_FILL_CHUNK
-from ._common import MIB, PAGE, unavailable
+from ._common import BLOCK, MIB, PAGE, unavailable
 
 TIMEOUT = 300  # the defaults take ~2 s; a multi-GiB file is read 4 times and written 3
 EVENTS = "page-faults,minor-faults,major-faults"
 MODES = ("anon", "private", "shared")
 VARIANTS = tuple(f"{m}{p}" for m in MODES for p in ("", "+populate"))
 PHASES = ("mmap", "write", "msync", "munmap")
-BLOCK = 512  # ru_inblock/ru_oublock unit: the kernel keeps bytes of I/O and reports them >> 9
 # Writes to private or anonymous memory produce no output blocks at all; this margin only keeps
 # unrelated accounting (e.g. the interpreter paging its own code) from deciding the claim.
 STRAY = 0.01
