@@ -56,17 +56,6 @@ class Context:
         )
         return measurements(raw), raw
 
-    def call(self, target, what=None, **args):
-        """Run a Python task ("module:function") of this experiment in a fresh worker."""
-        return _worker.call(
-            target,
-            args,
-            timeout=self.timeout,
-            address_space=self.address_space,
-            what=what or self.name,
-            on_progress=self.progress,
-        )
-
     def result(self, measurements_, claims, notes=(), text="", summary=(), figure=None):
         w = _workloads.workload(self.name)
         shown = {k: w.params[k].shown(v) for k, v in self.params.items()}
