@@ -38,6 +38,7 @@ static int open_file(struct pl_ctx *c, size_t len)
     int fd = pl_scratch_file("mmap", &named);
     if (fd < 0)
         return pl_out_fail(c->out, -errno, "cannot create a temp file in the working directory");
+    pl_out_text(c->out, "file", "how", "%s", named ? "unlinked" : "O_TMPFILE");
     char *chunk = malloc(FILL_CHUNK);
     if (!chunk) {
         close(fd);

@@ -34,13 +34,14 @@ def run(ctx):
     p = ctx.params
     size = p["size_mb"] * MIB
     scratch = choose(size, "mmap-modes")
-    measured, _ = ctx.workload(EVENTS, scratch=scratch)
+    measured, raw = ctx.workload(EVENTS, scratch=scratch)
     for m in measured:
         if "minflt" in m.metrics:
             m.add(Reading("faults", m["minflt"].value + m["majflt"].value, "rusage"))
             m.add(Reading("ms", m["elapsed"].value * 1e3, "clock", "ms"))
     pages = size // PAGE
-    shape = Shape(pages, math.ceil(pages / p["stride_pages"]), scratch.fs_type, scratch.path)
+    written = math.ceil(pages / p["stride_pages"])
+    shape = Shape(pages, written, scratch.fs_type, scratch.path, raw["facts"]["file"]["how"])
     by = {m.label: m for m in measured}
     claims = [
         _shared_out(by, shape),
@@ -60,6 +61,7 @@ class Shape:
     written: int
     fstype: str | None
     directory: str
+    how: str  # O_TMPFILE, or unlinked (a name for a moment: no O_TMPFILE there)
 
     @property
     def on_disk(self):
@@ -237,9 +239,13 @@ def _reads(by, s):
     )
 
 
+def _how(s):
+    return "O_TMPFILE" if s.how == "O_TMPFILE" else "created with a name and unlinked at once"
+
+
 def _notes(by, s):
     notes = [
-        f"the file: an unnamed O_TMPFILE in {s.directory} ({s.fstype}); inblock and "
+        f"the file: unnamed ({_how(s)}) in {s.directory} ({s.fstype}); inblock and "
         f"oublock count {BLOCK}-byte blocks (the kernel's byte counts shifted by 9)",
         "MAP_POPULATE faults are taken by the kernel inside mmap: rusage counts them, "
         "perf's page-faults event (which fires only for faults raised by user code) does "
