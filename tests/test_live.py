@@ -13,7 +13,7 @@ import pytest
 
 import pagelab
 from helpers import fd_count
-from pagelab import _worker
+from pagelab import _live, _worker
 from pagelab._live import LiveCounters, next_tick, samples_message
 from pagelab._sampler import Sampler
 
@@ -92,6 +92,15 @@ def test_bad_interval_and_target_are_bad_input():
         LiveCounters(target=2**22 + 12345)  # above the default pid_max
     with pytest.raises(pagelab.UnknownEvent):
         LiveCounters(["page-fautls"])
+
+
+def test_missing_front_end_says_how_to_build_it(monkeypatch, tmp_path):
+    """Without the bundled front end the widget refuses with how to build it, opening nothing."""
+    monkeypatch.setattr(_live, "BUNDLE", tmp_path / "livecounters.js")
+    fds = fd_count()
+    with pytest.raises(pagelab.PagelabError, match="make setup"):
+        LiveCounters(start=False)
+    assert fd_count() == fds
 
 
 def test_controls_and_close_stop_the_thread_and_close_every_fd():

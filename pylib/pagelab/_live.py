@@ -55,9 +55,10 @@ class LiveCounters(anywidget.AnyWidget):
                 f"interval_ms must be an integer of at least {1000 // MAX_HZ} "
                 f"(at most {MAX_HZ} samples a second), not {interval_ms!r}"
             )
+        esm = _bundle().read_text()
         sampler = Sampler(events, target)  # bad events or targets fail before the widget exists
         super().__init__(
-            _esm=_bundle().read_text(),
+            _esm=esm,
             counters=[s.to_dict() for s in sampler.series],
             target=describe(target),
             interval_ms=interval_ms,
