@@ -58,7 +58,8 @@ def test_parser_reads_lackey_records_and_skips_the_rest(tmp_path):
         (" L 10,0", "size 0"),
         (" L 10,1x", "unexpected text after the size"),
         (" L 1ffffffffffffffff,1", "does not fit in 64 bits"),
-        (" L 10,4294967296", "does not fit in 32 bits"),
+        (" L 10,4294967296", "larger than a lackey record holds"),
+        (" L 10,513", "larger than a lackey record holds"),
         ("hello", "not a lackey record"),
     ],
 )
