@@ -131,6 +131,29 @@ def _sim_trace(args):
     return 0
 
 
+def _bench(args):
+    from . import _bench
+
+    def log(msg):
+        print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+    doc = _bench.run(fast=args.fast, log=log)
+    if args.output:
+        _bench.pyperf_suite(doc).dump(args.output, replace=True)
+    if args.json:
+        _print_json(doc)
+    else:
+        for key, f in doc["figures"].items():
+            value = "unavailable" if f["value"] is None else f"{f['value']:.4g} {f['unit']}"
+            goal = (
+                ""
+                if f.get("goal") is None
+                else f"  (goal {f['goal']:g}: {'met' if f['met'] else 'missed'})"
+            )
+            print(f"{key:<36} {value}{goal}")
+    return 0
+
+
 def _lab(args):
     from ._lab import lab_command
 
@@ -214,6 +237,16 @@ def _parser():
     )
     t.add_argument("--json", action="store_true", help="one JSON document on stdout")
     t.set_defaults(func=_sim_trace)
+
+    b = sub.add_parser(
+        "bench",
+        help="measure the performance figures (docs/performance.md), each side by side",
+        usage="pagelab bench [--json] [--fast] [-o PYPERF.json]",
+    )
+    b.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    b.add_argument("--fast", action="store_true", help="fewer repetitions; skip run all and nbval")
+    b.add_argument("-o", "--output", help="also write the raw timings for pyperf compare_to")
+    b.set_defaults(func=_bench)
 
     lab = sub.add_parser(
         "lab",
