@@ -221,3 +221,22 @@ def test_cpuid_on_this_machine_answers():
         assert 1 <= d.ways <= d.entries
     if rc & 2:
         assert 1 <= s.ways <= s.entries
+
+
+def test_parser_reads_every_address_width_and_case(tmp_path):
+    """Addresses of 1 to 16 hex digits (and zero-padded beyond), lower and upper case, with and
+    without 0x, parse to their values: the word-at-a-time hex conversion is exact."""
+    rng = np.random.default_rng(3)
+    values = [0, 1, 2**64 - 1] + [int(rng.integers(0, 16**k)) for k in range(1, 17) for _ in (0, 1)]
+    forms = [
+        lambda v: f"{v:x}",
+        lambda v: f"{v:X}",
+        lambda v: f"0x{v:x}",
+        lambda v: f"{v:020x}",  # 20 digits, the first 4 zeros
+        lambda v: f"{v:08x}",  # lackey's own width
+    ]
+    p = tmp_path / "t"
+    p.write_text("".join(f" L {form(v)},4\n" for v in values for form in forms))
+    records, t = read_all(p, cap=64)
+    assert [a for _, a, _ in records] == [v for v in values for _ in forms]
+    assert t.loads == len(values) * len(forms)
