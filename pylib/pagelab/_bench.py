@@ -60,6 +60,7 @@ def _figure(value, unit, meaning, command, goal=None, higher_is_better=True, rea
     d = {"value": value, "unit": unit, "source": "clock", "meaning": meaning, "command": command}
     if goal is not None:
         d["goal"] = goal
+        d["better"] = "higher" if higher_is_better else "lower"
         d["met"] = met
     if value is None:
         d["reason"] = reason
