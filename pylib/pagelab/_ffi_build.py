@@ -33,10 +33,14 @@ def _sources():
 
 # STYLE.md's flags, as errors: the tree builds with zero warnings. cffi's generated glue is
 # compiled with them too, which is why -Wmissing-prototypes stays in the compile test only
-# (its PyInit__native has no prototype); csrc/ itself is checked with it. Hidden visibility: the
-# module exports only PyInit__native (Python marks it default), so calls between csrc files
-# (the simulator's slow path from every -DPL_SIM workload) are direct, not through the PLT.
-CFLAGS = ["-std=c11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wshadow", "-Werror"]
+# (its PyInit__native has no prototype); csrc/ itself is checked with it.
+CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Wshadow", "-Werror"]
+# Calls between csrc files (the simulator's slow path from every -DPL_SIM workload) bind inside
+# the module, not through the PLT. The symbols stay exported: the fault profile names the
+# workloads' functions with dladdr (so no hidden visibility), and the compiler keeps treating
+# them as interposable (so no -fno-semantic-interposition, which would inline the ebizzy copy
+# the profile points at into its caller).
+LDFLAGS = ["-Wl,-Bsymbolic-functions"]
 
 ffibuilder = FFI()
 ffibuilder.cdef(CDEF.read_text())
@@ -47,5 +51,6 @@ ffibuilder.set_source(
     include_dirs=[str(INCLUDE.relative_to(ROOT))],
     define_macros=[("_GNU_SOURCE", None)],
     extra_compile_args=[*CFLAGS, *shlex.split(os.environ.get("PAGELAB_CFLAGS", ""))],
+    extra_link_args=LDFLAGS,
     libraries=["pthread", "m"],
 )
