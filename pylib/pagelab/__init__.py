@@ -12,7 +12,7 @@ import importlib
 from ._version import __version__
 
 _EXPORTS = {
-    "._counters": ("CounterGroup", "Measurement", "Reading", "measure"),
+    "._counters": ("CounterGroup", "Measurement", "measure"),
     "._doctor": ("doctor",),
     "._errors": (
         "BadInput",
@@ -23,8 +23,10 @@ _EXPORTS = {
     ),
     "._events": ("DEFAULT_EVENTS", "Event", "event", "events"),
     "._maps": ("parse_maps",),
+    "._reading": ("Reading",),
     "._results": ("Claim", "Measured", "Result"),
     "._run": ("experiment_names", "parameters", "run", "run_all"),
+    "._schema": ("json_schema",),
     "._sim": (
         "CachelabResult",
         "LevelStats",
@@ -75,6 +77,7 @@ __all__ = [
     "event",
     "events",
     "experiment_names",
+    "json_schema",
     "measure",
     "parameters",
     "parse_maps",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from . import _simreport
 from ._errors import BadInput
 from ._native import ffi, lib
+from ._reading import Reading
 from ._simconfig import CacheGeometry, SimConfig, make_config, to_native
 from ._version import __version__
 
@@ -470,7 +471,6 @@ def region_readings(config, begin, end):
     """The simulator's counts between two ``struct pl_sim_stats`` snapshots of a workload region,
     as Readings with source 'sim', named as perf names the events they model (L1-dcache-*,
     LLC-*, dTLB-*), so claims read simulated and measured counts alike."""
-    from ._counters import Reading  # only workers need it: `pagelab sim trace` does not load it
 
     def delta(b, e, field):
         return getattr(e, field) - getattr(b, field)
