@@ -25,6 +25,7 @@ KEYS = {
     "counters.floor_faults",
     "counters.floor_task_clock_us",
     "counters.read_vs_syscall",
+    "counters.rdpmc_vs_syscall",
     "live.rate_hz",
     "live.slowdown",
 }

@@ -49,6 +49,7 @@ int pl_group_disable(const struct pl_group *g);
 int pl_group_read(const struct pl_group *g, struct pl_counts *c);
 void pl_group_close(struct pl_group *g);
 int64_t pl_group_read_loop(const struct pl_group *g, int64_t n);
+int64_t pl_group_syscall_loop(const struct pl_group *g, int64_t n);
 
 /* pl_region.h: the snapshot a workload takes around its hot loop (pl_sim_stats: see pl_sim.h) */
 struct pl_sim_counts {

@@ -362,12 +362,54 @@ class _Bench:
                 "pagelab bench --json (counters)",
                 reason=why,
             ),
-            "counters.read_vs_syscall": _unavailable(
-                "x",
-                "a C group read against a bare read() on the same fd",
-                "not measured yet: needs a bare read() loop in C beside pl_group_read_loop",
-            ),
         }
+
+    def read_cost(self):
+        """A group read through pl_group_read against bare read(2)s of the same fd, both looped
+        in C; and the same for the rdpmc path where hardware events open and rdpmc is allowed."""
+        from ._counters import CounterGroup
+        from ._native import ffi, lib
+
+        loop = 10_000
+        out = {}
+        for key, events, rdpmc in (
+            ("counters.read_vs_syscall", "page-faults,minor-faults,context-switches", False),
+            ("counters.rdpmc_vs_syscall", "instructions,cycles", True),
+        ):
+            meaning = (
+                f"time of a C group read ({'rdpmc' if rdpmc else 'read(2)'} path, {events}) "
+                "over a bare read(2) of the same group fd, both looped in C"
+            )
+            with CounterGroup(events, rdpmc=rdpmc) as g:
+                c = ffi.new("struct pl_counts *")
+                if not g.opened:
+                    out[key] = _unavailable("x", meaning, f"{events} do not open here")
+                    continue
+                g.enable()
+                lib.pl_group_read(g._group, c)
+                if rdpmc and not c.via_rdpmc:
+                    out[key] = _unavailable("x", meaning, "rdpmc is not allowed here")
+                    continue
+                self.log(f"group read against read(2): {events}")
+                a, b = _pairs(
+                    lambda g=g: lib.pl_group_read_loop(g._group, loop) / 1e9,
+                    lambda g=g: lib.pl_group_syscall_loop(g._group, loop) / 1e9,
+                    self.n,
+                )
+            if min(a + b) < 0:
+                out[key] = _unavailable("x", meaning, "a read failed")
+                continue
+            self.keep(f"{key} group read x{loop} (s)", a)
+            self.keep(f"{key} bare read(2) x{loop} (s)", b)
+            out[key] = _figure(
+                _ratio(a, b),
+                "x",
+                meaning,
+                "pagelab bench --json (counters)",
+                read_ns=statistics.median(a) / loop * 1e9,
+                syscall_ns=statistics.median(b) / loop * 1e9,
+            )
+        return out
 
     # --- what other parts of the project provide -----------------------------------------------
 
@@ -444,6 +486,7 @@ def run(fast=False, log=None):
         trace.unlink()
     figures.update(b.cachegrind())
     figures.update(b.counters())
+    figures.update(b.read_cost())
     figures.update(b.live())
     if not fast:
         figures["run_all_s"] = b.run_all()
