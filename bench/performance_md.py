@@ -74,6 +74,14 @@ tests check 32 KiB 8-way, 4 KiB 2-way, 8 KiB direct-mapped and 64 KiB 4-way to w
 """
 
 
+# The keys every figure has; any other key is a detail shown beside its meaning.
+STANDARD = {"value", "unit", "source", "meaning", "command", "goal", "better", "met", "reason"}
+
+
+def _number(v):
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
 def _value(f):
     return "unavailable" if f["value"] is None else f"{f['value']:.3g} {f['unit']}"
 
@@ -108,6 +116,9 @@ def markdown(doc):
     ]
     for key, f in doc["figures"].items():
         meaning = f["meaning"] or ""
+        extra = {k: v for k, v in f.items() if k not in STANDARD}
+        if extra:
+            meaning += " (" + ", ".join(f"{k} {_number(v)}" for k, v in extra.items()) + ")"
         if f["value"] is None:
             meaning = (meaning + " " if meaning else "") + f"(unavailable: {f['reason']})"
         lines.append(
