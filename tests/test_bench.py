@@ -26,6 +26,8 @@ KEYS = {
     "counters.floor_task_clock_us",
     "counters.read_vs_syscall",
     "counters.rdpmc_vs_syscall",
+    "fidelity.ratio.cache",
+    "fidelity.ratio.first_touch",
     "live.rate_hz",
     "live.slowdown",
 }

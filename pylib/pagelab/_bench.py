@@ -411,6 +411,21 @@ class _Bench:
             )
         return out
 
+    def fidelity(self):
+        """A workload through cffi in a worker against its source built standalone -O2."""
+        reason = (
+            "not measured yet: needs a standalone -O2 harness (a main) for the workload sources"
+        )
+        return {
+            f"fidelity.ratio.{name}": _unavailable(
+                "x",
+                f"the {name} workload's hot-loop time through cffi in a worker over the same "
+                "source compiled standalone -O2",
+                reason,
+            )
+            for name in ("cache", "first_touch")
+        }
+
     # --- what other parts of the project provide -----------------------------------------------
 
     def live(self):
@@ -487,6 +502,7 @@ def run(fast=False, log=None):
     figures.update(b.cachegrind())
     figures.update(b.counters())
     figures.update(b.read_cost())
+    figures.update(b.fidelity())
     figures.update(b.live())
     if not fast:
         figures["run_all_s"] = b.run_all()
