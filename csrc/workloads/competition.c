@@ -32,11 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pl_compat.h"
 #include "pl_workloads.h"
-
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT 21 /* Linux 5.4; older headers lack the name, older kernels say EINVAL */
-#endif
 
 /* The file is written in 1 MiB writes: few syscalls, small buffer. */
 #define WRITE_CHUNK (1u << 20)

@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "pl_compat.h"
 #include "pl_workloads.h"
 
 #define PAGE 4096u            /* base page: the unit a fault maps and a write dirties */

@@ -132,9 +132,10 @@ def _sim_trace(args):
 
 
 def _lab(args):
-    from ._lab import lab_command
+    from ._lab import lab_command, sync_chapters, work_dir
 
-    argv = lab_command(args.extra)
+    argv = lab_command(args.extra, work_dir())
+    print(f"pagelab: {sync_chapters(reset=args.reset)}", file=sys.stderr, flush=True)
     os.execv(argv[0], argv)
 
 
@@ -217,9 +218,14 @@ def _parser():
 
     lab = sub.add_parser(
         "lab",
-        help="open JupyterLab on the chapters; other arguments "
-        "(e.g. --no-browser --port 8899) go to jupyter lab",
-        usage="pagelab lab [JUPYTER-LAB-ARGS ...]",
+        help="open JupyterLab on your copy of the chapters ($PAGELAB_HOME, else "
+        "~/pagelab-notebooks); other arguments (e.g. --no-browser --port 8899) go to jupyter lab",
+        usage="pagelab lab [--reset] [JUPYTER-LAB-ARGS ...]",
+    )
+    lab.add_argument(
+        "--reset",
+        action="store_true",
+        help="restore the original chapters (your edited copies move to a backup folder)",
     )
     lab.set_defaults(func=_lab, takes_extra=True)
     return p
