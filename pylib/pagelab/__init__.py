@@ -8,6 +8,7 @@ from ._doctor import doctor
 from ._errors import BadInput, BudgetExceeded, CounterUnavailable, PagelabError, UnknownEvent
 from ._events import DEFAULT_EVENTS, Event, event, events
 from ._maps import parse_maps
+from ._report import ClassReport, class_report
 from ._results import Claim, Measured, Result
 from ._run import experiment_names, parameters, run, run_all
 from ._sim import (
@@ -32,6 +33,7 @@ __all__ = [
     "CacheGeometry",
     "CachelabResult",
     "Claim",
+    "ClassReport",
     "CounterGroup",
     "CounterUnavailable",
     "Event",
@@ -54,6 +56,7 @@ __all__ = [
     "WorkerTimeout",
     "__version__",
     "cachelab",
+    "class_report",
     "default_config",
     "doctor",
     "event",

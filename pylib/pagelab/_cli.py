@@ -131,6 +131,20 @@ def _sim_trace(args):
     return 0
 
 
+def _report(args):
+    from ._report import class_report
+
+    report = class_report(args.directory)
+    if args.pyperf:
+        for path in report.write_pyperf(args.pyperf):
+            print(f"pagelab: wrote {path}", file=sys.stderr)
+    if args.figure:
+        report.figure().write_html(args.figure)
+        print(f"pagelab: wrote {args.figure}", file=sys.stderr)
+    _print_json(report.to_dict()) if args.json else print(report)
+    return 0
+
+
 def _lab(args):
     from ._lab import lab_command, sync_chapters, work_dir
 
@@ -215,6 +229,19 @@ def _parser():
     )
     t.add_argument("--json", action="store_true", help="one JSON document on stdout")
     t.set_defaults(func=_sim_trace)
+
+    rep = sub.add_parser(
+        "report",
+        help="compare `pagelab run all --json` files from many machines (one per file)",
+        usage="pagelab report DIR [--json] [--figure FILE.html] [--pyperf OUTDIR]",
+    )
+    rep.add_argument("directory", help="a directory of NAME.json files, one per machine")
+    rep.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    rep.add_argument("--figure", metavar="FILE.html", help="also write the plotly figure")
+    rep.add_argument(
+        "--pyperf", metavar="OUTDIR", help="also write OUTDIR/NAME.json in pyperf's format"
+    )
+    rep.set_defaults(func=_report)
 
     lab = sub.add_parser(
         "lab",
