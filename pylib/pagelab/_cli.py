@@ -148,6 +148,11 @@ def _report(args):
 def _lab(args):
     from ._lab import lab_command, sync_chapters, work_dir
 
+    if args.copy_only:
+        if args.extra:
+            raise BadInput(f"--copy-only starts no JupyterLab: drop {' '.join(args.extra)}")
+        print(f"pagelab: {sync_chapters(reset=args.reset)}", file=sys.stderr)
+        return 0
     argv = lab_command(args.extra, work_dir())
     print(f"pagelab: {sync_chapters(reset=args.reset)}", file=sys.stderr, flush=True)
     os.execv(argv[0], argv)
@@ -247,12 +252,17 @@ def _parser():
         "lab",
         help="open JupyterLab on your copy of the chapters ($PAGELAB_HOME, else "
         "~/pagelab-notebooks); other arguments (e.g. --no-browser --port 8899) go to jupyter lab",
-        usage="pagelab lab [--reset] [JUPYTER-LAB-ARGS ...]",
+        usage="pagelab lab [--reset] [--copy-only] [JUPYTER-LAB-ARGS ...]",
     )
     lab.add_argument(
         "--reset",
         action="store_true",
         help="restore the original chapters (your edited copies move to a backup folder)",
+    )
+    lab.add_argument(
+        "--copy-only",
+        action="store_true",
+        help="copy or update the chapters and exit (e.g. a JupyterHub postStart hook)",
     )
     lab.set_defaults(func=_lab, takes_extra=True)
     return p

@@ -87,7 +87,7 @@ def sync_chapters(dest=None, reset=False, source=None):
                     continue
                 if sync.backup is None:
                     sync.backup = dest / time.strftime("backup-%Y%m%d-%H%M%S")
-                    sync.backup.mkdir()
+                    sync.backup.mkdir(exist_ok=True)
                 shutil.move(target, sync.backup / name)
                 sync.restored.append(name)
             else:
