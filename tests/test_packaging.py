@@ -104,3 +104,13 @@ def test_sdist_manifest_ships_the_sources():
     manifest = (ROOT / "MANIFEST.in").read_text().splitlines()
     for line in ("graft csrc", "graft notebooks", "graft labext", "prune labext/node_modules"):
         assert line in manifest
+
+
+def test_readme_binder_badge_opens_chapter_00():
+    """The README's Binder badge opens chapter 00, a file that exists, in JupyterLab."""
+    m = re.search(
+        r"\(https://mybinder\.org/v2/gh/[^)]*\?labpath=([^)]+)\)", (ROOT / "README.md").read_text()
+    )
+    assert m, "README has no Binder badge with a labpath"
+    path = m.group(1).replace("%2F", "/")
+    assert path.startswith("notebooks/00-") and (ROOT / path).is_file()
