@@ -111,6 +111,11 @@ def test_pyperf_export_compares_across_machines(classdir, tmp_path):
         ("{not json", "not a JSON file"),
         ('{"version": "1", "results": 3}', "not the output of `pagelab run all --json`"),
         ('{"environment": {}, "results": [{"experiment": "x"}]}', "a result lacks"),
+        (
+            '{"environment": {}, "results": [{"experiment": "x", "measurements": [], '
+            '"claims": [{"id": "c"}]}]}',
+            "a result lacks",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, pagelab_cmd, content, message):

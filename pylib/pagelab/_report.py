@@ -10,9 +10,11 @@ import importlib
 import json
 import statistics
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ._errors import BadInput, PagelabError
+from ._run import experiment_names
 
 # Units of time pyperf can compare, in seconds.
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -37,16 +39,16 @@ class Machine:
             results = [doc]  # one `pagelab run EXPERIMENT --json` is fine too
         if not isinstance(results, list) or not isinstance(doc.get("environment"), dict):
             raise BadInput(f"{path}: not the output of `pagelab run all --json`")
-        for r in results:
-            if not (isinstance(r, dict) and {"experiment", "measurements", "claims"} <= r.keys()):
-                raise BadInput(f"{path}: a result lacks experiment, measurements or claims")
+        if not all(_well_formed(r) for r in results):
+            raise BadInput(f"{path}: a result lacks experiment, measurements or claims")
         return cls(path.stem, str(doc.get("version", "?")), doc["environment"], results)
 
-    @property
+    @cached_property
     def claims(self):
         """claim id -> claim dict, over every experiment."""
         return {c["id"]: c for r in self.results for c in r["claims"]}
 
+    @cached_property
     def headline(self):
         """(experiment, label, metric) -> reading dict, for each experiment's summary metrics."""
         out = {}
@@ -59,13 +61,33 @@ class Machine:
         return out
 
 
+def _well_formed(result):
+    """A result as `pagelab run EXPERIMENT --json` prints it, as far as the report reads it."""
+
+    def dicts(items, keys):
+        return isinstance(items, list) and all(
+            isinstance(i, dict) and keys <= i.keys() for i in items
+        )
+
+    return (
+        isinstance(result, dict)
+        and isinstance(result.get("experiment"), str)
+        and dicts(result.get("claims"), {"id", "holds"})
+        and dicts(result.get("measurements"), {"label", "metrics"})
+        and all(
+            isinstance(m["metrics"], dict)
+            and all(isinstance(r, dict) for r in m["metrics"].values())
+            for m in result["measurements"]
+        )
+    )
+
+
 def _summary(experiment):
-    """The metric names an experiment's text summary shows (its SUMMARY), or () if unknown."""
-    try:
-        module = importlib.import_module(f"pagelab.experiments.{experiment.replace('-', '_')}")
-    except ImportError:
-        return ()  # a result from another pagelab version: no headline numbers for it
-    return getattr(module, "SUMMARY", ())
+    """The metric names an experiment's text summary shows (its SUMMARY); none for an experiment
+    this pagelab does not have (a file from another version)."""
+    if experiment not in experiment_names():
+        return ()
+    return importlib.import_module(f"pagelab.experiments.{experiment.replace('-', '_')}").SUMMARY
 
 
 def _timed(reading):
@@ -121,7 +143,7 @@ class ClassReport:
     def headline_keys(self, timed=False):
         keys = {}
         for m in self.machines:
-            for key, reading in m.headline().items():
+            for key, reading in m.headline.items():
                 if not timed or _timed(reading) is not None:
                     keys.setdefault(key, None)
         return list(keys)
@@ -140,9 +162,7 @@ class ClassReport:
                     "experiment": e,
                     "label": label,
                     "metric": metric,
-                    "machines": {
-                        m.name: m.headline().get((e, label, metric)) for m in self.machines
-                    },
+                    "machines": {m.name: m.headline.get((e, label, metric)) for m in self.machines},
                 }
                 for e, label, metric in self.headline_keys()
             ],
@@ -182,11 +202,15 @@ class ClassReport:
                 for i in self.claim_ids()
             ],
         )
-        heads = [(m, m.headline()) for m in self.machines]
         numbers = _table(
             ["experiment", "measurement", "metric", *names],
             [
-                [e, label, metric, *(_cell(h.get((e, label, metric))) for _, h in heads)]
+                [
+                    e,
+                    label,
+                    metric,
+                    *(_cell(m.headline.get((e, label, metric))) for m in self.machines),
+                ]
                 for e, label, metric in self.headline_keys(timed=True)
             ],
         )
@@ -235,19 +259,22 @@ class ClassReport:
             col=1,
         )
         keys = self.headline_keys(timed=True)
-        heads = [m.headline() for m in self.machines]
-        for name, head in zip(names, heads):
-            xs, ys, hover = [], [], []
-            for key in keys:
-                seconds = [_timed(h[key]) for h in heads if key in h and _timed(h[key])]
-                if key in head and _timed(head[key]):
-                    median = statistics.median(seconds)
-                    xs.append(" / ".join(key))
-                    ys.append(_timed(head[key]) / median)
-                    hover.append(f"{name}: {_cell(head[key])}")
+        medians = {
+            key: statistics.median(
+                t for m in self.machines if (t := _timed(m.headline.get(key, {}))) is not None
+            )
+            for key in keys
+        }
+        for m in self.machines:
+            timed = [(k, m.headline[k]) for k in keys if _timed(m.headline.get(k, {})) is not None]
             fig.add_trace(
                 go.Scatter(
-                    x=xs, y=ys, mode="markers", name=name, hovertext=hover, hoverinfo="text"
+                    x=[" / ".join(k) for k, _ in timed],
+                    y=[_timed(r) / medians[k] for k, r in timed],
+                    hovertext=[f"{m.name}: {_cell(r)}" for _, r in timed],
+                    hoverinfo="text",
+                    mode="markers",
+                    name=m.name,
                 ),
                 row=2,
                 col=1,
@@ -286,7 +313,7 @@ class ClassReport:
                         )
                     ]
                 )
-                for key, reading in m.headline().items()
+                for key, reading in m.headline.items()
                 if _timed(reading) is not None
             ]
             if benchmarks:
