@@ -109,7 +109,7 @@ def test_wheel_holds_the_extension_the_chapters_and_the_headers(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert any(n.startswith("pagelab/_native") and n.endswith(".so") for n in names)
     assert {f"pagelab/chapters/{c}" for c in CHAPTERS} <= names
-    assert "pagelab/include/pl_region.h" in names
+    assert {"pagelab/include/pl_region.h", "pagelab/schema.json"} <= names
     for asset in sorted(STATIC.glob("*")):
         assert f"pagelab/static/{asset.name}" in names, f"front end {asset.name} not in the wheel"
 
@@ -162,10 +162,18 @@ def test_installed_chapters_and_student_header(fresh, tmp_path):
 
 
 def test_installed_doctor_names_a_profile(fresh, tmp_path):
-    """`pagelab doctor --json` from the fresh venv names one of the three profiles."""
+    """`pagelab doctor --json` from the fresh venv names one of the three profiles, in a document
+    the shipped JSON Schema accepts."""
     p = run([fresh / "pagelab", "doctor", "--json"], env=_env(tmp_path))
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["profile"] in {"full", "software-only", "blocked"}
+    doc = json.loads(p.stdout)
+    assert doc["profile"] in {"full", "software-only", "blocked"}
+    check = (
+        "import jsonschema, json, sys, pagelab; "
+        "jsonschema.validate(json.load(sys.stdin), pagelab.json_schema())"
+    )
+    p = run([fresh / "python", "-c", check], input=p.stdout)
+    assert p.returncode == 0, p.stderr
 
 
 def test_installed_lab_serves_a_copied_chapter(fresh, tmp_path):
