@@ -5,8 +5,10 @@ import json
 import subprocess
 import sys
 
+import jsonschema
 import pytest
 
+import pagelab
 from helpers import run
 from pagelab._report import class_report
 
@@ -17,14 +19,25 @@ def _doc(profile, cpu, vdso_ns, vsys_ns, holds):
     def reading(value, unit, source):
         return {"value": value, "unit": unit, "source": source}
 
+    env = {
+        "profile": profile,
+        "cpu": cpu,
+        "cpus": 4,
+        "kernel": "6.1.0",
+        "vsyscall": "xonly",
+        "thp": "madvise",
+        "perf_event_paranoid": 2,
+    }
     return {
         "version": "0.1.0",
-        "environment": {"profile": profile, "cpu": cpu, "cpus": 4, "kernel": "6.1.0"},
+        "environment": env,
         "results": [
             {
                 "experiment": "vsyscall",
+                "version": "0.1.0",
                 "params": {},
-                "environment": {"profile": profile},
+                "environment": env,
+                "notes": [],
                 "measurements": [
                     {
                         "label": "vdso",
@@ -40,12 +53,26 @@ def _doc(profile, cpu, vdso_ns, vsys_ns, holds):
                 ],
                 "claims": [
                     {"id": "vsyscall-much-slower", "text": "t", "holds": True, "evidence": "e1"},
-                    {"id": "vsyscall-fault-per-call", "text": "t", "holds": holds, "evidence": ""}
-                    | ({"reason": "no perf here"} if holds is None else {}),
+                    {"id": "vsyscall-fault-per-call", "text": "t", "holds": holds}
+                    | (
+                        {"evidence": "", "reason": "no perf here"}
+                        if holds is None
+                        else {"evidence": "e2"}
+                    ),
                 ],
             }
         ],
     }
+
+
+def test_synthetic_documents_follow_the_json_schema():
+    """The documents these tests compare are valid `pagelab run all --json` output."""
+    schema = pagelab.json_schema()
+    check = jsonschema.Draft202012Validator(
+        {"$defs": schema["$defs"], **schema["$defs"]["run_all"]}
+    )
+    for doc in (_doc("full", "x", 1.0, 2.0, True), _doc("blocked", "y", 1.0, 2.0, None)):
+        check.validate(doc)
 
 
 @pytest.fixture
