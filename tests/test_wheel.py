@@ -1,5 +1,5 @@
 """`pip wheel .` builds one wheel that works from a fresh venv: compiled module, front end,
-chapters, C headers, `pagelab doctor` and `pagelab lab` on a copied chapter.
+chapters, C headers, `pagelab doctor`, an experiment, and `pagelab lab` on a copied chapter.
 
 To stay fast the fresh venv gets the wheel with --no-deps and borrows the dependencies from this
 test's venv through a .pth file (and JupyterLab's application assets through JUPYTERLAB_DIR);
@@ -174,6 +174,14 @@ def test_installed_doctor_names_a_profile(fresh, tmp_path):
     )
     p = run([fresh / "python", "-c", check], input=p.stdout)
     assert p.returncode == 0, p.stderr
+
+
+def test_installed_experiment_runs_in_workers(fresh, tmp_path):
+    """An experiment runs from the fresh venv: its workers start from the installed package."""
+    p = run([fresh / "pagelab", "run", "vsyscall", "--json"], env=_env(tmp_path), timeout=300)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["experiment"] == "vsyscall" and doc["claims"] and doc["measurements"]
 
 
 def test_installed_lab_serves_a_copied_chapter(fresh, tmp_path):
