@@ -175,3 +175,12 @@ def test_real_runs_from_two_profiles_compare(tmp_path, pagelab_cmd, tools_dir):
     p = run([*pagelab_cmd, "report", str(d), "--figure", str(tmp_path / "class.html")])
     assert p.returncode == 0, p.stderr
     assert "locked" in p.stdout and (tmp_path / "class.html").stat().st_size > 0
+
+
+def test_unwritable_output_is_one_line(classdir, tmp_path, pagelab_cmd):
+    """A figure path that cannot be written exits 2 with one line naming it."""
+    target = tmp_path / "missing-dir" / "class.html"
+    p = run([*pagelab_cmd, "report", str(classdir), "--figure", str(target)])
+    assert p.returncode == 2 and p.stderr.strip() == (
+        f"pagelab: error: cannot write {target}: No such file or directory"
+    )

@@ -135,12 +135,16 @@ def _report(args):
     from ._report import class_report
 
     report = class_report(args.directory)
-    if args.pyperf:
-        for path in report.write_pyperf(args.pyperf):
-            print(f"pagelab: wrote {path}", file=sys.stderr)
-    if args.figure:
-        report.figure().write_html(args.figure)
-        print(f"pagelab: wrote {args.figure}", file=sys.stderr)
+    figure = report.figure() if args.figure else None
+    try:
+        written = report.write_pyperf(args.pyperf) if args.pyperf else []
+        if figure:
+            figure.write_html(args.figure)
+            written.append(args.figure)
+    except OSError as e:
+        raise BadInput(f"cannot write {e.filename}: {e.strerror}") from None
+    for path in written:
+        print(f"pagelab: wrote {path}", file=sys.stderr)
     _print_json(report.to_dict()) if args.json else print(report)
     return 0
 
