@@ -1,6 +1,7 @@
 """The `pagelab` command line. Bad input exits 2 with one line on stderr; nothing is half-run."""
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -137,6 +138,8 @@ def _bench(args):
     def log(msg):
         print(f"bench: {msg}", file=sys.stderr, flush=True)
 
+    if args.output and importlib.util.find_spec("pyperf") is None:
+        raise BadInput("-o needs pyperf: pip install 'pagelab[bench]'")
     doc = _bench.run(fast=args.fast, log=log)
     if args.output:
         _bench.pyperf_suite(doc).dump(args.output, replace=True)
