@@ -7,7 +7,8 @@
 - ``counters_magic_cost()``: the wall time of ``%%counters`` on an empty cell, against the empty
   cell alone, in an in-process IPython shell.
 
-Each returns a dict; ``pagelab bench`` can call them. Run all: .venv/bin/python bench/bench_live.py
+Each returns a dict; ``rate_hz()`` and ``slowdown()`` are the two numbers ``pagelab bench``
+reports (live.rate_hz, live.slowdown). Run all: .venv/bin/python bench/bench_live.py
 """
 
 import contextlib
