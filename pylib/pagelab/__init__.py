@@ -32,7 +32,6 @@ _EXPORTS = {
     "._sim": (
         "CachelabResult",
         "LevelStats",
-        "LiveCounters",
         "SimStats",
         "Simulator",
         "TLBStats",
