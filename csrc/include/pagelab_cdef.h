@@ -147,7 +147,8 @@ pid_t pl_spawn_gated(const char *path, char *const argv[], int *gate, int *exec_
 int pl_spawn_release(int gate, int exec_status);
 
 /* pl_worker.h */
-int pl_worker_init(void);
+pid_t pl_worker_spawn(const char *path, char *const argv[], char *const envp[], const int fds[4],
+                      pid_t parent);
 
 /* pl_out.h */
 #define PL_LABEL_MAX ...

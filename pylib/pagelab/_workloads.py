@@ -7,6 +7,7 @@ from . import _rusage, _sim
 from ._counters import CounterGroup, Counts, Reading, add_fallbacks, readings, rusage_readings
 from ._errors import BadInput
 from ._native import ffi, lib
+from ._numbers import parse_int, quote
 from ._reasons import Facts
 
 
@@ -92,19 +93,21 @@ def validate(name, given):
 
 
 def _value(exp, p, raw):
-    if p.choices and isinstance(raw, str) and not raw.lstrip("-").isdigit():
-        if raw not in p.choices:
-            raise BadInput(f"{exp}: {p.name} must be one of {', '.join(p.choices)}, got {raw!r}")
-        return p.choices.index(raw)
-    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
-        raw = int(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise BadInput(f"{exp}: {p.name} must be an integer, got {raw!r}")
-    if not p.min <= raw <= p.max:
+    if p.choices and isinstance(raw, str) and raw.strip() in p.choices:
+        return p.choices.index(raw.strip())
+    try:
+        value = parse_int(raw, f"{exp}: {p.name}")
+    except BadInput:
+        if p.choices:
+            raise BadInput(
+                f"{exp}: {p.name} must be one of {', '.join(p.choices)}, got {quote(raw)}"
+            ) from None
+        raise
+    if not p.min <= value <= p.max:
         what = f"0..{len(p.choices) - 1} or a name" if p.choices else f"{p.min}..{p.max}"
         unit = f" {p.unit}" if p.unit and not p.choices else ""
-        raise BadInput(f"{exp}: {p.name} must be in {what}{unit}, got {raw}")
-    return raw
+        raise BadInput(f"{exp}: {p.name} must be in {what}{unit}, got {value}")
+    return value
 
 
 # ---- inside the worker -------------------------------------------------------------------
