@@ -57,7 +57,8 @@ def parse_size(value, what="size", lo=None, hi=None):
 
 
 def int_or_none(text):
-    """A whole number read from a system file (/proc, /sys), or None if it holds anything else."""
+    """A whole number read from a system file (/proc, /sys), or None if it holds anything else
+    (or nothing: None)."""
     try:
         return parse_int(text)
     except BadInput:

@@ -9,6 +9,7 @@ from . import _worker, _workloads
 from ._counters import Reading
 from ._doctor import environment, profile
 from ._errors import BudgetExceeded
+from ._numbers import format_size
 from ._results import Measured, Result
 
 MIB = 1 << 20
@@ -92,8 +93,8 @@ def check_budget(name, resident):
     budget = env.memory_budget()
     if budget["bytes"] is not None and resident > budget["bytes"]:
         raise BudgetExceeded(
-            f"{name} needs {resident / MIB:,.0f} MiB but this machine's memory budget is "
-            f"{budget['bytes'] / MIB:,.0f} MiB ({budget['fraction']:.0%} of the least of "
+            f"{name} needs {format_size(resident)} but this machine's memory budget is "
+            f"{format_size(budget['bytes'])} ({budget['fraction']:.0%} of the least of "
             "MemAvailable, the cgroup limit and RLIMIT_AS); choose smaller parameters"
         )
 

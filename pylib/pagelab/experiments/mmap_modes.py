@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .._counters import Reading
 from .._errors import BadInput
+from .._numbers import format_size
 from .._results import Claim
 from ._common import MIB, PAGE, unavailable
 
@@ -83,7 +84,7 @@ def choose_directory(size, candidates=None):
         free = st.f_bavail * st.f_frsize
         kind = filesystem_type(d)
         if free < DISK_SHARE * size:
-            short.append(f"{d} has {free // MIB:,} MiB free")
+            short.append(f"{d} has {format_size(free)} free")
             continue
         if kind not in MEMORY_FS:
             return d, kind
@@ -97,7 +98,7 @@ def choose_directory(size, candidates=None):
         )
     raise BadInput(
         f"mmap-modes may use at most 1/{DISK_SHARE} of the free disk space for its "
-        f"{size // MIB:,} MiB file ({'; '.join(short)}); choose a smaller size_mb"
+        f"{format_size(size)} file ({'; '.join(short)}); choose a smaller size_mb"
     )
 
 
