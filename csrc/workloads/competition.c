@@ -160,10 +160,15 @@ static int open_scratch(struct pl_ctx *c, struct victim *v)
                       where(dirs[i], dir), (long)sf.f_type);
         return 0;
     }
-    if (fallback < 0)
-        return pl_out_fail(c->out, -err,
-                           "cannot create a scratch file in TMPDIR, /var/tmp, "
-                           "/tmp or the current directory");
+    if (fallback < 0) {
+        char tried[PATH_MAX] = ""; /* the directories really tried, not a fixed list */
+        size_t used = 0;
+        for (int i = 0; i < n && used < sizeof tried; i++)
+            used +=
+                (size_t)snprintf(tried + used, sizeof tried - used, "%s%s", i ? ", " : "", dirs[i]);
+        return pl_out_fail(c->out, -err, "cannot create a scratch file in %s: %s", tried,
+                           strerror(err));
+    }
     v->fd = fallback;
     pl_out_printf(c->out, "file_dir=%s\nfile_fs_type=0x%lx\nfile_block_backed=0\n", fallback_dir,
                   fallback_type);

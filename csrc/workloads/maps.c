@@ -88,7 +88,9 @@ struct layout {
 
 static int build(struct pl_ctx *c, struct layout *l)
 {
-    const char *dir = getenv("TMPDIR");
+    const char *dir = getenv("PAGELAB_SCRATCH");
+    if (!dir || !*dir)
+        dir = getenv("TMPDIR");
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : "/tmp", FILE_TEMPLATE);
     l->small = malloc(SMALL_BLOCK);
@@ -106,7 +108,17 @@ static int build(struct pl_ctx *c, struct layout *l)
         return pl_out_fail(c->out, -errno, "cannot create a temp file in %s", path);
     /* removed at once: nothing is left behind even if the worker is killed; the mapping keeps
      * the inode alive and the map shows it as "(deleted)" */
-    int rc = unlink(path) == 0 && ftruncate(fd, (off_t)l->len) == 0 ? 0 : -errno;
+    int rc = unlink(path) == 0 ? 0 : -errno;
+    /* blocks reserved now: on a full filesystem (a small tmpfs) touching a sparse page would
+     * be SIGBUS; this way it is ENOSPC, said in words */
+    int err = rc ? 0 : posix_fallocate(fd, 0, (off_t)l->len);
+    if (err) {
+        close(fd);
+        return pl_out_fail(c->out, -err,
+                           "cannot reserve %zu KiB for a temp file in %s: %s (set PAGELAB_SCRATCH "
+                           "to a directory with room)",
+                           l->len >> 10, dir && *dir ? dir : "/tmp", strerror(err));
+    }
     if (!rc) {
         l->file = mmap(NULL, l->len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
         rc = l->file == MAP_FAILED ? -errno : 0;

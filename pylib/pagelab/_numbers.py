@@ -25,8 +25,13 @@ def quote(value):
 
 def _in_range(n, what, lo, hi):
     if (lo is not None and n < lo) or (hi is not None and n > hi):
-        span = f"{'' if lo is None else lo}..{'' if hi is None else hi}"
-        raise BadInput(f"{what} must be in {span}, got {quote(n)}")
+        if hi is None:
+            span = f">= {lo}"
+        elif lo is None:
+            span = f"<= {hi}"
+        else:
+            span = f"in {lo}..{hi}"
+        raise BadInput(f"{what} must be {span}, got {quote(n)}")
     return n
 
 

@@ -24,7 +24,7 @@ import traceback
 from collections import deque
 from pathlib import Path
 
-from ._errors import BadInput, PagelabError
+from ._errors import BadInput, PagelabError, os_error_line
 
 RESULT_FD = 3
 # Room above a task's own declared address-space need: the interpreter's later allocations,
@@ -186,9 +186,11 @@ def _start(env, request):
             opened += os.pipe()
         stdin_r, stdin_w, out_r, out_w, res_r, res_w = opened
         pid = _on_lasting_thread(_spawn, argv, env, (stdin_r, out_w, out_w, res_w))
-    except BaseException:
+    except BaseException as e:
         for fd in opened:
             os.close(fd)
+        if isinstance(e, OSError) and len(opened) < 6:
+            raise OSError(e.errno, f"cannot start a worker: {e.strerror}") from None
         raise
     for fd in (stdin_r, out_w, res_w):
         os.close(fd)
@@ -335,7 +337,9 @@ def _main():
         _send({"ok": True, "result": fn(**req["args"])})
     except BadInput as e:
         _send({"ok": False, "error": "BadInput", "message": str(e)})
-    except (PagelabError, OSError, MemoryError) as e:
+    except OSError as e:
+        _send({"ok": False, "error": type(e).__name__, "message": os_error_line(e)})
+    except (PagelabError, MemoryError) as e:
         _send({"ok": False, "error": type(e).__name__, "message": str(e) or type(e).__name__})
     except Exception as e:  # a bug: one line to read, and the end of its traceback
         lines = traceback.format_exception(type(e), e, e.__traceback__)
