@@ -11,6 +11,7 @@ from ._native import ffi, lib
 from ._reasons import Facts, explain
 
 SOURCES = ("hw", "sw", "rusage", "sim", "clock")
+PID_MAX = (1 << 31) - 1  # pid_t is a signed 32-bit int
 
 
 @dataclass
@@ -118,7 +119,7 @@ class CounterGroup:
         rdpmc=False,
         exclude_kernel=False,
     ):
-        if not isinstance(pid, int) or isinstance(pid, bool) or pid < 0:
+        if not isinstance(pid, int) or isinstance(pid, bool) or not 0 <= pid <= PID_MAX:
             raise BadInput(f"pid must be 0 (this thread) or a positive process id, not {pid!r}")
         self.events = _events.events(events)
         self.pid = pid

@@ -8,8 +8,8 @@ from . import _environment as env
 from . import _worker, _workloads
 from ._counters import Reading
 from ._doctor import environment, profile
-from ._errors import BudgetExceeded
-from ._numbers import format_size
+from ._errors import BadInput, BudgetExceeded
+from ._numbers import format_size, quote
 from ._results import Measured, Result
 
 MIB = 1 << 20
@@ -112,6 +112,12 @@ def run(name, *, sim=None, timeout=None, progress=_print_progress, **params):
     software-only and blocked profiles). Simulated counts are always labelled 'sim'. Bad
     parameters and requests over the memory budget raise BadInput before anything runs.
     """
+    if sim not in (None, True, False):
+        raise BadInput(f"sim must be True, False or None, not {quote(sim)}")
+    if progress is not None and not callable(progress):
+        raise BadInput(f"progress must be a function of one string, or None, not {quote(progress)}")
+    if timeout is not None:
+        _worker.check_timeout(timeout)
     p = _workloads.validate(name, params)
     mod = _module(name)
     resident, address_space = mod.memory(p)
@@ -124,6 +130,8 @@ def run(name, *, sim=None, timeout=None, progress=_print_progress, **params):
 
 def run_all(progress=_print_progress):
     """Every experiment with its default (small) parameters."""
+    if progress is not None and not callable(progress):
+        raise BadInput(f"progress must be a function of one string, or None, not {quote(progress)}")
     results = []
     for name in experiment_names():
         if progress:

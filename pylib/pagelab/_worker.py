@@ -25,6 +25,7 @@ from collections import deque
 from pathlib import Path
 
 from ._errors import BadInput, PagelabError, os_error_line
+from ._numbers import quote
 
 RESULT_FD = 3
 # Room above a task's own declared address-space need: the interpreter's later allocations,
@@ -107,6 +108,7 @@ def call(
     the worker's RLIMIT_AS is set to that plus ADDRESS_SPACE_SLACK. ``pass_env``: names of
     environment variables to pass beyond the whitelist. Returns the task's result.
     """
+    check_timeout(timeout)
     what = what or target
     request = json.dumps({"target": target, "args": args, "address_space": address_space})
     proc, output_fd, result_fd = _start(environment(pass_env), request.encode())
@@ -140,6 +142,16 @@ def call(
             raise WorkerError(f"the {what} task raised {final['message']}", final["traceback"])
         raise WorkerError(final["message"])
     return final["result"]
+
+
+def check_timeout(timeout):
+    """BadInput unless ``timeout`` is a positive, finite number of seconds."""
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout < float("inf")
+    ):
+        raise BadInput(f"timeout must be a positive number of seconds, not {quote(timeout)}")
 
 
 class _Child:

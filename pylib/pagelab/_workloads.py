@@ -71,10 +71,12 @@ WORKLOADS = _table()
 
 
 def workload(name):
+    if not isinstance(name, str):
+        raise BadInput(f"an experiment name is a string, not {type(name).__name__}")
     if name not in WORKLOADS:
-        close = difflib.get_close_matches(str(name), WORKLOADS, n=2, cutoff=0.5)
+        close = difflib.get_close_matches(name[:64], WORKLOADS, n=2, cutoff=0.5)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
-        raise BadInput(f"unknown experiment {name!r}{hint} (known: {', '.join(WORKLOADS)})")
+        raise BadInput(f"unknown experiment {quote(name)}{hint} (known: {', '.join(WORKLOADS)})")
     return WORKLOADS[name]
 
 
@@ -84,10 +86,11 @@ def validate(name, given):
     table = workload(name).params
     for key in given:
         if key not in table:
-            close = difflib.get_close_matches(key, table, n=1, cutoff=0.5)
+            close = difflib.get_close_matches(key[:64], table, n=1, cutoff=0.5)
             hint = f"; did you mean {close[0]}?" if close else ""
             raise BadInput(
-                f"{name} has no parameter {key!r}{hint} (parameters: {', '.join(table) or 'none'})"
+                f"{name} has no parameter {quote(key)}{hint} "
+                f"(parameters: {', '.join(table) or 'none'})"
             )
     return {key: _value(name, p, given.get(key, p.default)) for key, p in table.items()}
 
