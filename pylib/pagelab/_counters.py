@@ -29,7 +29,7 @@ class Reading:
 
     def __post_init__(self):
         if self.source not in SOURCES:
-            raise ValueError(f"unknown source {self.source!r}")
+            raise BadInput(f"unknown source {self.source!r}: one of {', '.join(SOURCES)}")
 
     @property
     def available(self):
