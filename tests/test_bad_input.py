@@ -218,3 +218,32 @@ def test_one_parser_and_one_formatter():
         "2 MiB",
         "1.1 GiB",
     ]
+
+
+def test_a_failing_workload_closes_its_counter_group(monkeypatch, tmp_path):
+    """The counter group a workload opened is closed when the workload fails, not leaked."""
+    from helpers import fd_count
+    from pagelab import _workloads
+
+    monkeypatch.setenv("PAGELAB_SCRATCH", str(tmp_path / "missing"))
+    params = _workloads.validate("maps", {})
+    before = fd_count()
+    kept = []  # tracebacks kept alive, as a notebook keeps the last one: no __del__ to rely on
+    for _ in range(3):
+        with pytest.raises(OSError, match="cannot create a temp file") as info:
+            _workloads.execute("maps", params, events=["task-clock", "page-faults"])
+        kept.append(info.value)
+    assert fd_count() == before
+
+
+def test_measure_closes_its_group_when_the_block_raises():
+    """An exception inside `with measure()` still closes the counter group."""
+    from helpers import fd_count
+
+    before = fd_count()
+    kept = []
+    for _ in range(3):
+        with pytest.raises(ZeroDivisionError) as info, pagelab.measure("task-clock"):
+            1 / 0  # noqa: B018
+        kept.append(info.value)
+    assert fd_count() == before

@@ -124,9 +124,18 @@ def execute(name, params, events=None, sim=None):
     -DPL_SIM build of the workload instead, with every access fed to the simulator.
     """
     w = workload(name)
+    group = CounterGroup(events, inherit=True) if events else None
+    try:  # closed on every path, a failing workload's too
+        return _execute(w, params, group, sim)
+    finally:
+        if group:
+            group.close()
+
+
+def _execute(w, params, group, sim):
+    name = w.name
     values = [params[k] for k in w.params]
     entry = lib.pl_workload_table[w.index]
-    group = CounterGroup(events, inherit=True) if events else None
     if group:
         group.enable()
     out = ffi.new("struct pl_out *")
@@ -168,8 +177,6 @@ def execute(name, params, events=None, sim=None):
         }
         for v in out.value[0 : out.nvalues]
     ]
-    if group:
-        group.close()
     result = {
         "regions": regions,
         "values": values_out,
