@@ -108,16 +108,16 @@ static int build(struct pl_ctx *c, struct layout *l)
         return pl_out_fail(c->out, -errno, "cannot create a temp file in %s", path);
     /* removed at once: nothing is left behind even if the worker is killed; the mapping keeps
      * the inode alive and the map shows it as "(deleted)" */
-    int rc = unlink(path) == 0 ? 0 : -errno;
-    /* blocks reserved now: on a full filesystem (a small tmpfs) touching a sparse page would
-     * be SIGBUS; this way it is ENOSPC, said in words */
-    int err = rc ? 0 : posix_fallocate(fd, 0, (off_t)l->len);
+    int rc = unlink(path) == 0 && ftruncate(fd, (off_t)l->len) == 0 ? 0 : -errno;
+    /* the one page written below gets its block now: on a full filesystem (a small tmpfs) the
+     * write would be SIGBUS; this way it is ENOSPC, said in words. The rest stays sparse. */
+    int err = rc ? 0 : posix_fallocate(fd, 0, sysconf(_SC_PAGESIZE));
     if (err) {
         close(fd);
         return pl_out_fail(c->out, -err,
-                           "cannot reserve %zu KiB for a temp file in %s: %s (set PAGELAB_SCRATCH "
+                           "cannot reserve a page for a temp file in %s: %s (set PAGELAB_SCRATCH "
                            "to a directory with room)",
-                           l->len >> 10, dir && *dir ? dir : "/tmp", strerror(err));
+                           dir && *dir ? dir : "/tmp", strerror(err));
     }
     if (!rc) {
         l->file = mmap(NULL, l->len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
