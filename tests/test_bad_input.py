@@ -232,13 +232,14 @@ def test_one_parser_and_one_formatter():
             parse_int(bad)
     with pytest.raises(pagelab.BadInput, match=r"must be in 1\.\.8, got 9"):
         parse_int("9", "ways", 1, 8)
-    assert [format_size(n) for n in (0, 64, 32768, 1310720, 2 << 20, 1234567890)] == [
+    assert [format_size(n) for n in (0, 64, 32768, 1310720, 2 << 20, 1234567890, 16384.0)] == [
         "0 B",
         "64 B",
         "32 KiB",
         "1280 KiB",
         "2 MiB",
         "1.1 GiB",
+        "16 KiB",
     ]
 
 

@@ -73,6 +73,7 @@ def int_or_none(text):
 def format_size(n):
     """Bytes for people: exact in the largest unit that divides them ('32 KiB', '1280 KiB'),
     else rounded to a tenth of the largest unit that fits ('1.1 GiB')."""
+    n = round(n)  # a size computed as a float (a cache size / 2) is still a whole byte count
     for unit, shift in _UNITS:
         if n >= 1 << shift and n % (1 << shift) == 0 and n >> shift < 10_000:
             return f"{n >> shift} {unit}"
