@@ -36,16 +36,23 @@ def marked(marker):
     return found
 
 
-def caller_script(thread):
-    """A caller that starts a 30 s worker (from the main thread or another) and says when."""
+def caller_script(thread, quiet=False):
+    """A caller that starts a worker (from the main thread or another) and says when. The
+    worker holds memory and says so, or (``quiet``) waits in pause() and never writes: a worker
+    that wrote to its dead caller's pipe would die of EPIPE and hide an orphan."""
     start = "threading.Thread(target=work).start()" if thread else "work()"
+    task = (
+        '"signal:pause", {}'
+        if quiet
+        else f'{SELFTEST!r}, {{"mode": "hold", "mib": 1, "seconds": 30}}, '
+        "on_progress=lambda m: print(m, flush=True)"
+    )
     return textwrap.dedent(f"""
         import sys, threading
         from pagelab._worker import call
         def work():
             print("spawning", flush=True)
-            call({SELFTEST!r}, {{"mode": "hold", "mib": 1, "seconds": 30}},
-                 on_progress=lambda m: print(m, flush=True))
+            call({task})
         {start}
     """)
 
@@ -69,7 +76,7 @@ def kill_during_startup(thread, delay):
     marker = f"PAGELAB_FAULT_TRIAL={uuid.uuid4().hex}"
     key, value = marker.split("=")
     caller = subprocess.Popen(
-        [sys.executable, "-c", caller_script(thread)],
+        [sys.executable, "-c", caller_script(thread, quiet=True)],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, key: value},
