@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import pagelab
-from helpers import run
+from helpers import json_document, run
 from pagelab._numbers import format_size, parse_int, parse_size
 
 
@@ -89,6 +89,9 @@ def test_stat_exits_as_a_shell_does_for_a_signalled_child(pagelab_cmd, sig, code
     p = run(pagelab_cmd + ["stat", "--", "sh", "-c", f"kill -{sig} $$"])
     assert p.returncode == code
     assert f"killed by SIG{sig}: exit status {code}" in p.stderr
+    p = run(pagelab_cmd + ["stat", "--json", "--", "sh", "-c", f"kill -{sig} $$"])
+    doc = json_document(p.stdout, "stat")
+    assert (doc["exit_status"], doc["signal"]) == (code, f"SIG{sig}")
     r = pagelab.stat(["sh", "-c", f"kill -{sig} $$"])
     assert (r.exit_status, r.signal, r.to_dict()["signal"]) == (code, f"SIG{sig}", f"SIG{sig}")
 

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import pagelab
+from helpers import json_document
 from pagelab import _cli, _workloads
 from pagelab._events import NAMED
 from pagelab._native import lib
@@ -273,7 +274,7 @@ def test_stat_events(tmp, spec):
         assert code == 2 and lines[0] == f"pagelab: error: {parsed}"
         return
     assert code == 0
-    doc = json.loads(out)
+    doc = json_document(out, "stat")
     assert doc["params"]["events"] == [e.name for e in parsed]
     metrics = doc["measurements"][0]["metrics"]
     for e in parsed:
@@ -294,7 +295,7 @@ def test_stat_commands(tmp, status, args, missing):
     if any("\0" in a for a in args):
         assert code == 2 and "NUL" in lines[0]
     else:
-        assert code == status and json.loads(out)["exit_status"] == status
+        assert code == status and json_document(out, "stat")["exit_status"] == status
     code, _, lines = cli(["stat", "--", f"pagelab-no-such-{missing}"], tmp)
     assert code == 2 and "command not found" in lines[0]
 
@@ -378,7 +379,7 @@ def test_sim_trace_model_options(tmp, l1, l2, tlb, page, policy, seed):
     code, out, _ = cli(argv, tmp)
     assert code in (0, 2)
     if code == 0:
-        check_stats(json.loads(out))
+        check_stats(json_document(out, "sim_trace"))
 
 
 def check_stats(doc):
@@ -404,7 +405,7 @@ def test_sim_trace_config_documents(tmp, doc, raw):
     assert code in (0, 2)
     if code == 0:
         assert isinstance(doc, dict) and not raw
-        check_stats(json.loads(out))
+        check_stats(json_document(out, "sim_trace"))
 
 
 @settings(max_examples=250, **GEN)
