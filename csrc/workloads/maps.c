@@ -112,8 +112,7 @@ static int build(struct pl_ctx *c, struct layout *l)
     if (err) {
         close(fd);
         return pl_out_fail(c->out, -err,
-                           "cannot reserve a page for a temp file in the scratch directory: %s "
-                           "(set PAGELAB_SCRATCH to a directory with room)",
+                           "cannot reserve a page for a temp file in the scratch directory: %s",
                            strerror(err));
     }
     if (!rc) {

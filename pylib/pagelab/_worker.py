@@ -32,10 +32,11 @@ RESULT_FD = 3
 # thread stacks of the runtime, and glibc arenas.
 ADDRESS_SPACE_SLACK = 512 << 20
 DEFAULT_TIMEOUT = 120.0
-# What a worker inherits: enough to find programs and write temp files, the locale, and pagelab's
-# own settings. Allocator and loader tuning (MALLOC_*, GLIBC_TUNABLES, LD_PRELOAD) would change
-# what a workload measures, so it passes only when named (``pass_env`` or $PAGELAB_PASS_ENV).
-ENV_KEEP = ("PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR")
+# What a worker inherits: enough to find programs, the locale, and pagelab's own settings (its
+# scratch directory is chosen before it starts: pagelab._scratch). Allocator and loader tuning
+# (MALLOC_*, GLIBC_TUNABLES, LD_PRELOAD) would change what a workload measures, so it passes
+# only when named (``pass_env`` or $PAGELAB_PASS_ENV).
+ENV_KEEP = ("PATH", "HOME", "LANG", "LANGUAGE")
 ENV_PREFIXES = ("LC_", "PAGELAB_")
 PASS_ENV = "PAGELAB_PASS_ENV"  # comma-separated names of further variables to pass
 TRACEBACK_LINES = 8  # of a task's unexpected exception, sent back with its one-line message
