@@ -153,7 +153,7 @@ record = st.builds(
     lambda op, addr, size: (op, addr, size),
     st.sampled_from("ILSM"),
     st.integers(0, 2**64 - 1),
-    st.integers(1, 4096),  # the trace reader's own limits are tested by the sim tests
+    st.integers(1, lib.PL_SIM_MAX_ACCESS),  # what a lackey record holds (the sim tests probe it)
 )
 
 
@@ -172,6 +172,7 @@ BAD_LINES = [
     " L 10,4x",  # junk after the size
     "garbage",
     " L 1" + "0" * 17 + ",4",  # more than 64 bits of address
+    f" S 10,{lib.PL_SIM_MAX_ACCESS + 1}",  # more than a lackey record holds
 ]
 config_value = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
