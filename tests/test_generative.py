@@ -3,8 +3,9 @@
 The property: the CLI exits 0 with a right answer, or 1 or 2 with one line on stderr; a function
 returns a right answer or raises BadInput, PagelabError, ValueError or TypeError with one line.
 Never a traceback, a hang, or a silently wrong answer. Runs are derandomised (a fixed seed, no
-example database) and bounded, so the suite is the same on every run. `pagelab lab` is left out:
-it execs JupyterLab with whatever it is given.
+example database) and bounded, so the suite is the same on every run. `pagelab lab` is left out
+(it execs JupyterLab with whatever it is given), and `bench` gets only arguments it must refuse
+(a valid one runs the benchmark suite).
 """
 
 import contextlib
@@ -470,6 +471,37 @@ def test_argument_shapes(tmp, argv):
         cli(argv, tmp)
     except SystemExit as e:  # --version prints and exits 0, as argparse does
         assert e.code == 0
+
+
+@settings(max_examples=80, **GEN)
+@given(
+    files=st.lists(st.one_of(config_value, st.text(max_size=40)), max_size=3),
+    raw=st.booleans(),
+    as_json=st.booleans(),
+)
+def test_report_directories(tmp, files, raw, as_json):
+    """`report DIR` over any files: a report of what is there, or one line (never a traceback)."""
+    d = tmp / "class"
+    d.mkdir(exist_ok=True)
+    for old in d.iterdir():
+        old.unlink()
+    for i, doc in enumerate(files):
+        text = doc if raw and isinstance(doc, str) else json.dumps(doc, allow_nan=True)
+        (d / f"m{i}.json").write_text(text)
+    code, out, _ = cli(["report", d, *(["--json"] * as_json)], tmp)
+    if code == 0 and as_json:
+        json.loads(out)
+
+
+@settings(max_examples=40, **GEN)
+@given(
+    extra=st.lists(st.sampled_from(["--json", "--fast", "-o", "x", "--", "-x"]), max_size=3),
+    bad=st.sampled_from(["--bogus", "--fast=1", "-o", "--json=yes"]),
+)
+def test_bench_refuses_bad_arguments(tmp, extra, bad):
+    """`bench` with a bad argument exits 2 in one line before any benchmark runs."""
+    code, out, _ = cli(["bench", *extra, bad], tmp)
+    assert code == 2 and out == ""
 
 
 # ---- public functions -------------------------------------------------------------------
