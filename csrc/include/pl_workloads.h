@@ -13,6 +13,7 @@ int pl_latency_run_sim(struct pl_ctx *c);
 extern const struct pl_workload pl_wl_maps;
 extern const struct pl_workload pl_wl_cache;
 extern const struct pl_workload pl_wl_latency;
+extern const struct pl_workload pl_wl_mountain;
 extern const struct pl_workload pl_wl_first_touch;
 extern const struct pl_workload pl_wl_vsyscall;
 extern const struct pl_workload pl_wl_mmap_modes;
