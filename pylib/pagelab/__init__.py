@@ -8,6 +8,7 @@ from ._doctor import doctor
 from ._errors import BadInput, BudgetExceeded, CounterUnavailable, PagelabError, UnknownEvent
 from ._events import DEFAULT_EVENTS, Event, event, events
 from ._maps import parse_maps
+from ._reclaim import RECLAIM_POLICIES, ReclaimResult, page_string, reclaim
 from ._results import Claim, Measured, Result
 from ._run import experiment_names, parameters, run, run_all
 from ._sim import (
@@ -27,6 +28,7 @@ from ._worker import Interrupted, WorkerDied, WorkerError, WorkerTimeout
 
 __all__ = [
     "DEFAULT_EVENTS",
+    "RECLAIM_POLICIES",
     "BadInput",
     "BudgetExceeded",
     "CacheGeometry",
@@ -41,6 +43,7 @@ __all__ = [
     "Measurement",
     "PagelabError",
     "Reading",
+    "ReclaimResult",
     "Result",
     "SimConfig",
     "SimStats",
@@ -60,8 +63,10 @@ __all__ = [
     "events",
     "experiment_names",
     "measure",
+    "page_string",
     "parameters",
     "parse_maps",
+    "reclaim",
     "run",
     "run_all",
     "scan_trace",
