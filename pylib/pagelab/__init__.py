@@ -11,6 +11,7 @@ from ._maps import parse_maps
 from ._reclaim import RECLAIM_POLICIES, ReclaimResult, page_string, reclaim
 from ._results import Claim, Measured, Result
 from ._run import experiment_names, parameters, run, run_all
+from ._samples import sample_trace
 from ._sim import (
     CachelabResult,
     LevelStats,
@@ -22,6 +23,7 @@ from ._sim import (
     scan_trace,
 )
 from ._simconfig import CacheGeometry, SimConfig, TLBGeometry, default_config
+from ._source import Source, source
 from ._stat import stat
 from ._version import __version__
 from ._worker import Interrupted, WorkerDied, WorkerError, WorkerTimeout
@@ -48,6 +50,7 @@ __all__ = [
     "SimConfig",
     "SimStats",
     "Simulator",
+    "Source",
     "TLBGeometry",
     "TLBStats",
     "TraceInfo",
@@ -69,6 +72,8 @@ __all__ = [
     "reclaim",
     "run",
     "run_all",
+    "sample_trace",
     "scan_trace",
+    "source",
     "stat",
 ]
