@@ -41,3 +41,4 @@ def test_the_shipped_trace_replays():
     info = pagelab.scan_trace(pagelab.sample_trace())
     assert info.loads > 10_000 and info.stores > 10_000 and info.instructions == 0
     assert len(pagelab.page_string(pagelab.sample_trace())) > 1000
+    assert "#define INDEX" in pagelab.sample_program().read_text()

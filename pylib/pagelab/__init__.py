@@ -11,7 +11,7 @@ from ._maps import parse_maps
 from ._reclaim import RECLAIM_POLICIES, ReclaimResult, page_string, reclaim
 from ._results import Claim, Measured, Result
 from ._run import experiment_names, parameters, run, run_all
-from ._samples import sample_trace
+from ._samples import sample_program, sample_trace
 from ._sim import (
     CachelabResult,
     LevelStats,
@@ -72,6 +72,7 @@ __all__ = [
     "reclaim",
     "run",
     "run_all",
+    "sample_program",
     "sample_trace",
     "scan_trace",
     "source",

@@ -14,6 +14,11 @@ from pathlib import Path
 _DATA = Path(__file__).resolve().parent / "data"
 
 
+def sample_program():
+    """The path of data/my_program.c, the C program the shipped trace was made from."""
+    return _DATA / "my_program.c"
+
+
 @functools.cache
 def sample_trace():
     """The path of a plain-text copy of the shipped lackey trace of data/my_program.c (made
