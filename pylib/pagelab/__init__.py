@@ -24,6 +24,7 @@ from ._sim import (
 )
 from ._simconfig import CacheGeometry, SimConfig, TLBGeometry, default_config
 from ._source import Source, source
+from ._squeeze import sandbox_parent, squeeze
 from ._stat import stat
 from ._version import __version__
 from ._worker import Interrupted, WorkerDied, WorkerError, WorkerTimeout
@@ -74,7 +75,9 @@ __all__ = [
     "run_all",
     "sample_program",
     "sample_trace",
+    "sandbox_parent",
     "scan_trace",
     "source",
+    "squeeze",
     "stat",
 ]
