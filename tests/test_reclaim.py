@@ -61,6 +61,13 @@ def test_kernel_lists_protect_a_hot_set_from_a_scan_and_never_activate_does_not(
     assert faults(refs, 24, "lru") <= changed.faults
 
 
+def test_an_empty_string_takes_no_faults():
+    """No references: no faults under any policy, and the result still prints."""
+    for policy in pagelab.RECLAIM_POLICIES:
+        r = pagelab.reclaim([], 4, policy)
+        assert (r.faults, r.pages) == (0, 0) and "0 faults" in str(r)
+
+
 def test_bad_input_is_one_clear_error():
     """Unknown policies, bad frame counts and non-integer strings are BadInput."""
     with pytest.raises(pagelab.BadInput, match="unknown policy"):

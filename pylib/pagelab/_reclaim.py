@@ -46,9 +46,10 @@ class ReclaimResult:
 
     def __str__(self):
         extra = f", {self.activations:,} activations" if self.policy == "kernel" else ""
+        rate = f"{self.fault_rate:.2%}" if self.refs else "none"
         return (
             f"{self.policy:<15} {self.frames:>6,} frames: {self.faults:>8,} faults "
-            f"({self.fault_rate:.2%} of {self.refs:,} references){extra} ({self.source})"
+            f"({rate} of {self.refs:,} references){extra} ({self.source})"
         )
 
 
