@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from . import _environment as env
-from . import _worker
+from . import _scratch, _worker
 from ._counters import Reading
 from ._doctor import environment
 from ._errors import BadInput
@@ -28,8 +28,6 @@ PAGE = mmap.PAGESIZE
 MIN_LIMIT_MB = 8  # below this the child's own interpreter pages crowd out the file
 MAX_FILE_MB = 1024
 TIMEOUT = 120
-SCRATCH = ("/var/tmp", "/tmp")
-MEMORY_ONLY = {"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"}  # no disk: eviction needs swap
 
 
 def sandbox_parent(root="/"):
@@ -66,28 +64,6 @@ def sandbox_parent(root="/"):
     return parent, None
 
 
-def _fs_type(path, root="/"):
-    """The filesystem type of the mount holding path (longest mount point that prefixes it)."""
-    best, kind = "", None
-    for line in (Path(root) / "proc/self/mounts").read_text().splitlines():
-        parts = line.split()
-        inside = len(parts) > 2 and (
-            path == parts[1] or path.startswith(parts[1].rstrip("/") + "/")
-        )
-        if inside and len(parts[1]) > len(best):
-            best, kind = parts[1], parts[2]
-    return kind
-
-
-def scratch_dir():
-    """A directory on a disk-backed filesystem for the file (PAGELAB_SCRATCH first), or None."""
-    for d in (os.environ.get("PAGELAB_SCRATCH"), os.environ.get("TMPDIR"), *SCRATCH):
-        usable = d and os.path.isdir(d) and os.access(d, os.W_OK)
-        if usable and _fs_type(os.path.realpath(d)) not in MEMORY_ONLY:
-            return d
-    return None
-
-
 def squeeze(file_mb=64, limit_mb=16, passes=3):
     """Read a ``file_mb`` file ``passes`` times in a cgroup whose memory.max is ``limit_mb``.
 
@@ -108,14 +84,15 @@ def squeeze(file_mb=64, limit_mb=16, passes=3):
         raise BadInput(f"squeeze: limit_mb ({limit_mb}) is over the memory budget")
     params = {"file_mb": file_mb, "limit_mb": limit_mb, "passes": passes}
     parent, reason = sandbox_parent()
-    scratch = scratch_dir()
-    if parent is not None and scratch is None:
-        reason = "no writable disk-backed scratch directory (a tmpfs file needs swap to evict)"
+    if parent is not None:
+        scratch = _scratch.choose(file_mb * MIB, "squeeze")
+        if not scratch.disk_backed:  # a file in memory could only be evicted to swap
+            reason = f"no disk-backed scratch directory ({scratch.path} is {scratch.fs_type})"
     if reason:
         return _result(params, None, reason)
     raw = _worker.call(
         "pagelab._squeeze:sandboxed",
-        {"parent": str(parent), "scratch": scratch, **params},
+        {"parent": str(parent), "scratch": scratch.path, **params},
         timeout=TIMEOUT,
         address_space=file_mb * MIB,
         what="squeeze",

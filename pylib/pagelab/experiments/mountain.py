@@ -9,8 +9,8 @@ The claims are physics with wide margins, judged only where the sweep brackets t
 """
 
 from .. import _environment as env
-from .._counters import Reading
 from .._errors import BadInput
+from .._reading import Reading
 from .._results import Claim
 from ._common import ratio_text
 
