@@ -16,8 +16,8 @@
 
 #include "pl_workloads.h"
 
-#define MTN_WORD sizeof(uint64_t) /* one load reads one 8-byte word */
-#define MTN_MAX_POINTS 1000       /* one value per point; a pl_out holds 1024 */
+_Static_assert(PL_MOUNTAIN_WORD == sizeof(uint64_t), "one load reads one word");
+_Static_assert(PL_MOUNTAIN_MAX_POINTS <= PL_OUT_MAX_VALUES, "one value per point");
 
 enum { MTN_P_MIN_KB, MTN_P_MAX_KB, MTN_P_MAX_STRIDE, MTN_P_LOADS, MTN_P_REPEATS, MTN_NPARAMS };
 
@@ -57,7 +57,7 @@ static double mtn_point(const struct pl_ctx *c, const uint64_t *a, size_t n, siz
             sink += mtn_pass(a, n, stride);
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
         double s = mtn_seconds(&t0, &t1);
-        double mbps = s > 0 ? (double)passes * (double)per_pass * MTN_WORD / s / 1e6 : 0;
+        double mbps = s > 0 ? (double)passes * (double)per_pass * PL_MOUNTAIN_WORD / s / 1e6 : 0;
         best = mbps > best ? mbps : best;
     }
     (void)sink;
@@ -71,16 +71,16 @@ static int mtn_run(struct pl_ctx *c)
     int nsizes = 0;
     for (int64_t kb = min_kb; kb <= max_kb; kb *= 2)
         nsizes++;
-    if (nsizes == 0 || nsizes * max_stride > MTN_MAX_POINTS)
+    if (nsizes == 0 || nsizes * max_stride > PL_MOUNTAIN_MAX_POINTS)
         return pl_out_fail(c->out, -EINVAL,
                            "%d sizes x %lld strides: between 1 and %d points fit one run", nsizes,
-                           (long long)max_stride, MTN_MAX_POINTS);
+                           (long long)max_stride, PL_MOUNTAIN_MAX_POINTS);
     size_t len = (size_t)max_kb * 1024;
     uint64_t *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (a == MAP_FAILED)
         return pl_out_fail(c->out, -errno, "mmap of %zu KiB failed", len >> 10);
     /* written, not just mapped: untouched pages would all read the one shared zero page */
-    for (size_t i = 0; i < len / MTN_WORD; i++)
+    for (size_t i = 0; i < len / PL_MOUNTAIN_WORD; i++)
         a[i] = i;
     struct pl_region r = {.group = c->group};
     PL_REGION_BEGIN(&r);
@@ -88,7 +88,7 @@ static int mtn_run(struct pl_ctx *c)
         for (int64_t stride = 1; stride <= max_stride; stride++) {
             char label[PL_LABEL_MAX];
             snprintf(label, sizeof label, "%lld KiB stride %lld", (long long)kb, (long long)stride);
-            double mbps = mtn_point(c, a, (size_t)kb * 1024 / MTN_WORD, (size_t)stride);
+            double mbps = mtn_point(c, a, (size_t)kb * 1024 / PL_MOUNTAIN_WORD, (size_t)stride);
             pl_out_value(c->out, label, "mb_per_s", mbps, "MB/s", "clock");
         }
     }

@@ -24,7 +24,6 @@ from ._errors import BadInput
 from ._results import Claim, Measured, Result
 
 MIB = 1 << 20
-PAGE = mmap.PAGESIZE
 MIN_LIMIT_MB = 8  # below this the child's own interpreter pages crowd out the file
 MAX_FILE_MB = 1024
 TIMEOUT = 120
@@ -164,7 +163,7 @@ def _child(cg, scratch, file_mb, passes):
             os.fdatasync(f.fileno())
             with mmap.mmap(f.fileno(), file_mb * MIB, prot=mmap.PROT_READ) as m:
                 for _ in range(passes):
-                    for off in range(0, file_mb * MIB, PAGE):
+                    for off in range(0, file_mb * MIB, mmap.PAGESIZE):
                         m[off]  # one read per page: a fault wherever the limit evicted it
         code = 0
     finally:

@@ -12,12 +12,12 @@ from .. import _environment as env
 from .._errors import BadInput
 from .._reading import Reading
 from .._results import Claim
+from .._workloads import CACHE_LINE as LINE  # a cache line on x86-64 and most arm64 cores
+from .._workloads import MOUNTAIN_MAX_POINTS as MAX_POINTS  # one value per point
+from .._workloads import MOUNTAIN_WORD as WORD  # bytes per load
 from ._common import ratio_text
 
 TIMEOUT = 300
-WORD = 8  # bytes per load (csrc/workloads/mountain.c reads uint64_t)
-LINE = 64  # a cache line on x86-64 and most arm64 cores
-MAX_POINTS = 1000  # MTN_MAX_POINTS in mountain.c: one value per point
 AUTO_FACTOR = 4  # auto max_kb: 4x the largest cache, past every cache by two doublings
 AUTO_CAP_KB = 256 * 1024  # beyond this the sweep takes minutes
 FALLBACK_MAX_KB = 64 * 1024  # no cache sizes in sysfs: 4x a 16 MiB LLC
