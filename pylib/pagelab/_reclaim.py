@@ -135,20 +135,30 @@ def page_string(trace, page_size=PAGE):
     if page_size < 1 or page_size & (page_size - 1):
         raise BadInput(f"page_size must be a power of two, not {page_size!r}")
     shift = page_size.bit_length() - 1
+    t = _sim._open(trace)
+    addr, size, op = (
+        np.empty(_sim.CHUNK, np.uint64),
+        np.empty(_sim.CHUNK, np.uint32),
+        np.empty(_sim.CHUNK, np.uint8),
+    )
+    buffers = (
+        ffi.from_buffer("uint64_t[]", addr),
+        ffi.from_buffer("uint32_t[]", size),
+        ffi.from_buffer("uint8_t[]", op),
+    )
     parts, prev = [], None
-    for addr, size, _op, n in _sim._chunks(trace):
+    for n in _sim._records(trace, t, lambda: lib.pl_trace_read(t, *buffers, _sim.CHUNK)):
         first = addr[:n] >> np.uint64(shift)
         last = (addr[:n] + size[:n].astype(np.uint64) - np.uint64(1)) >> np.uint64(shift)
         # an access that straddles two pages references both
-        pages = np.column_stack((first, last)).ravel()
-        pages = pages[_keep(first, last)]
+        pages = np.column_stack((first, last)).ravel()[_keep(first, last)]
         keep = np.r_[True, pages[1:] != pages[:-1]]
         if prev is not None and pages.size and pages[0] == prev:
             keep[0] = False
         pages = pages[keep]
         if pages.size:
             prev = pages[-1]
-            parts.append(pages.copy())
+            parts.append(pages)
     return np.concatenate(parts) if parts else np.empty(0, np.uint64)
 
 

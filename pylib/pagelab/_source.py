@@ -3,13 +3,9 @@ from the sources the extension was built from (never a copy pasted into a notebo
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
-from ._errors import BadInput, PagelabError
-
-_HERE = Path(__file__).resolve().parent
-# an installed wheel carries csrc/ inside the package; a checkout has it at the top level
-_ROOTS = (_HERE / "csrc", _HERE.parents[1] / "csrc")
+from ._errors import BadInput
+from ._shipped import csrc_dir
 
 
 @dataclass(frozen=True)
@@ -30,17 +26,10 @@ class Source:
         p.text(f"csrc/{self.path}:{self.first_line}\n{self.text}")
 
 
-def _root():
-    for root in _ROOTS:
-        if (root / "include" / "pagelab.h").is_file():
-            return root
-    raise PagelabError("the C sources (csrc/) are not installed with this copy of pagelab")
-
-
 def source(path, name=None):
     """The C file ``path`` (relative to csrc/, e.g. "counters.c"), or only the definition of the
     function or macro ``name`` in it, with the comment just above it."""
-    root = _root()
+    root = csrc_dir()
     file = (root / str(path)).resolve()
     if root.resolve() not in file.parents or file.suffix not in (".c", ".h"):
         raise BadInput(f"{path!r} is not a C file under csrc/")
