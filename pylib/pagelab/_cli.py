@@ -6,7 +6,8 @@ import json
 import os
 import sys
 
-from ._errors import BadInput, PagelabError
+from ._errors import BadInput, PagelabError, os_error_line
+from ._numbers import format_size
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,7 +40,7 @@ def _stat(args):
         _print_json(result.to_dict())
     else:
         print(result, file=sys.stderr)
-    return result.exit_status
+    return result.exit_status  # as shells report it: 128 + N for a child killed by signal N
 
 
 def _settings(pairs):
@@ -60,9 +61,15 @@ def _run(args):
     from ._version import __version__
 
     if args.list:
-        for name in runner.experiment_names():
+        if args.set or args.sim or args.json:
+            raise BadInput("run --list takes no --set, --sim or --json")
+        if args.experiment == "all":
+            raise BadInput("run --list takes one experiment name, or none for all of them")
+        names = [args.experiment] if args.experiment else runner.experiment_names()
+        for name in names:
+            params = runner.parameters(name).values()  # BadInput for an unknown name
             print(name)
-            for p in runner.parameters(name).values():
+            for p in params:
                 print(f"    {p.describe()}")
         return 0
     if not args.experiment:
@@ -86,6 +93,7 @@ def _run(args):
     _print_json(result.to_dict()) if args.json else print(result)
 
 
+CONFIG_LIMIT = 1 << 20  # a simulator config is a few hundred bytes; /dev/zero is not one
 _MODEL_OPTIONS = ("config", "l1", "l2", "llc", "tlb", "stlb", "page", "policy", "seed")
 
 
@@ -94,8 +102,13 @@ def _sim_spec(args):
     spec = {}
     if args.config:
         try:
-            with open(args.config) as f:
-                spec = json.load(f)
+            with open(args.config, "rb") as f:
+                text = f.read(CONFIG_LIMIT + 1)
+            if len(text) > CONFIG_LIMIT:
+                raise ValueError(f"longer than {format_size(CONFIG_LIMIT)}")
+            spec = json.loads(text)
+        except RecursionError:
+            raise BadInput(f"cannot read config {args.config}: nested too deeply") from None
         except (OSError, ValueError) as e:
             raise BadInput(f"cannot read config {args.config}: {e}") from None
         if not isinstance(spec, dict):
@@ -240,9 +253,9 @@ def _parser():
         "cache-lab mode, output as CS:APP's csim-ref.",
     )
     t.add_argument("file", help="trace from valgrind --tool=lackey --trace-mem=yes")
-    t.add_argument("-s", type=int, help="cache-lab: 2^s sets")
-    t.add_argument("-E", type=int, help="cache-lab: lines per set")
-    t.add_argument("-b", type=int, help="cache-lab: 2^b-byte blocks")
+    t.add_argument("-s", help="cache-lab: 2^s sets")
+    t.add_argument("-E", help="cache-lab: lines per set")
+    t.add_argument("-b", help="cache-lab: 2^b-byte blocks")
     t.add_argument("-v", "--verbose", action="store_true", help="cache-lab: one line per record")
     t.add_argument(
         "--config",
@@ -256,7 +269,7 @@ def _parser():
     t.add_argument("--stlb", help="second-level TLB as ENTRIES:WAYS, or none")
     t.add_argument("--page", help="page size: 4k (default) or 2m")
     t.add_argument("--policy", help="cache replacement: lru (default), fifo, random, plru")
-    t.add_argument("--seed", type=int, help="seed of the random policy (default 0)")
+    t.add_argument("--seed", help="seed of the random policy (default 0)")
     t.add_argument(
         "--no-classify",
         action="store_true",
@@ -327,4 +340,7 @@ def main(argv=None):
     except BrokenPipeError:
         # the reader (e.g. `| head`) went away: stop quietly, as other Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as e:  # out of a resource (fds, memory, disk) or a file: say which
+        print(f"pagelab: {os_error_line(e)}", file=sys.stderr)
         return 1

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from . import _simreport
 from ._errors import BadInput
 from ._native import ffi, lib
+from ._numbers import parse_int
 from ._reading import Reading
 from ._simconfig import CacheGeometry, SimConfig, make_config, to_native
 from ._version import __version__
@@ -280,6 +281,8 @@ def _uint_array(values, dtype, what):
             a = np.asarray(values, dtype=np.uint64)
         except (TypeError, ValueError, OverflowError):
             raise BadInput(f"{what} must be integers in [0, 2**64)") from None
+    if a.size == 0:  # [] is float64 to numpy, but no accesses is a fine request
+        a = a.astype(dtype)
     if a.dtype.kind not in "iu":
         raise BadInput(f"{what} must be integers, not {a.dtype}")
     top = np.iinfo(dtype).max
@@ -309,6 +312,8 @@ def _per_access(values, dtype, what, n, default):
 
 
 def _open(path):
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise BadInput(f"a trace is a file path, not {type(path).__name__}")
     out = ffi.new("struct pl_trace **")
     # EINTR: a signal ended the wait for a FIFO's writer; looping lets Python raise
     # KeyboardInterrupt for Ctrl-C, and waits on for any other signal
@@ -393,12 +398,6 @@ class CachelabResult:
         return "\n".join([*self.verbose, self.summary])
 
 
-def _cachelab_param(value, name, low):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise BadInput(f"-{name} must be a whole number >= {low}, not {value!r}")
-    return value
-
-
 def cachelab(path, s, E, b, verbose=False):
     """Cache-lab mode: one LRU level of 2**s sets, E lines each, 2**b-byte blocks, as csim-ref.
 
@@ -406,7 +405,7 @@ def cachelab(path, s, E, b, verbose=False):
     store to the same address. Returns hits, misses, evictions (and, with verbose, one line per
     data record in csim-ref's format).
     """
-    s, E, b = _cachelab_param(s, "s", 0), _cachelab_param(E, "E", 1), _cachelab_param(b, "b", 0)
+    s, E, b = parse_int(s, "-s", 0), parse_int(E, "-E", 1), parse_int(b, "-b", 0)
     if b > 30 or s > 30 or (E << s) > lib.PL_SIM_MAX_LINES:
         raise BadInput(
             f"-s {s} -E {E} -b {b} is too large: at most 2**30-byte blocks and "
