@@ -1,0 +1,130 @@
+// Registration for JupyterLab 4 and Notebook 7 (plugin.ts registers the widget's anywidget
+// view): the kernel panel in the left side bar, the status-bar item, and their settings.
+
+import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
+import { INotebookTracker } from "@jupyterlab/notebook";
+import { ServerConnection } from "@jupyterlab/services";
+import { ISettingRegistry } from "@jupyterlab/settingregistry";
+import { IStatusBar } from "@jupyterlab/statusbar";
+import { Widget } from "@lumino/widgets";
+
+import type { KernelsReply } from "./kernels";
+import { KernelList } from "./panel";
+import { Poller } from "./poller";
+import { KernelStatus } from "./statusitem";
+import { addStyle } from "./style";
+import { Throttle } from "./throttle";
+import { VERSION } from "./version";
+
+const PLUGIN_ID = "pagelab:plugin";
+
+async function fetchKernels(query: string): Promise<KernelsReply> {
+  const settings = ServerConnection.makeSettings();
+  const url = `${settings.baseUrl}pagelab/kernels?${query}`;
+  const response = await ServerConnection.makeRequest(url, {}, settings);
+  if (!response.ok) {
+    const body = await response.json().catch(() => ({}));
+    throw new Error(body.message || `HTTP ${response.status}`);
+  }
+  return (await response.json()) as KernelsReply;
+}
+
+/** The side panel: polls only while it is visible. */
+class KernelPanel extends Widget {
+  readonly list = new KernelList(VERSION);
+  private readonly throttle = new Throttle(() => this.list.draw(), 30);
+  private unsubscribe: (() => void) | null = null;
+
+  constructor(private readonly poller: Poller) {
+    super();
+    this.id = "pagelab-kernels";
+    this.title.label = "pagelab";
+    this.title.caption = "pagelab: live counters of your kernels";
+    this.addClass("pagelab-kernels");
+    this.node.append(this.list.root);
+  }
+
+  protected onAfterShow(): void {
+    this.unsubscribe ??= this.poller.subscribe((reply, error) => {
+      this.list.update(reply, error);
+      this.throttle.request();
+    });
+  }
+
+  protected onAfterHide(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+  }
+
+  dispose(): void {
+    this.onAfterHide();
+    super.dispose();
+  }
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: PLUGIN_ID,
+  description: "Live per-kernel counters: a side panel and a status-bar item.",
+  autoStart: true,
+  optional: [INotebookTracker, IStatusBar, ISettingRegistry],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker | null,
+    statusBar: IStatusBar | null,
+    registry: ISettingRegistry | null,
+  ) => {
+    addStyle(document);
+    const poller = new Poller(fetchKernels);
+    const panel = new KernelPanel(poller);
+    app.shell.add(panel, "left", { rank: 900 });
+
+    const status = new KernelStatus();
+    const item = new Widget();
+    item.addClass("pagelab-status");
+    item.node.dataset.pagelab = "kernel-status";
+    let stopStatus: (() => void) | null = null;
+    let statusWanted = true;
+    const follow = () => {
+      const kernel = tracker?.currentWidget?.sessionContext.session?.kernel ?? null;
+      status.follow(kernel ? kernel.id : null);
+      item.node.textContent = status.text();
+      const want = statusWanted && kernel !== null;
+      if (want && !stopStatus) {
+        stopStatus = poller.subscribe((reply) => {
+          status.update(reply);
+          item.node.textContent = status.text();
+        });
+      } else if (!want && stopStatus) {
+        stopStatus();
+        stopStatus = null;
+      }
+    };
+    if (tracker && statusBar) {
+      tracker.currentChanged.connect(follow);
+      tracker.widgetAdded.connect((_, nb) => nb.sessionContext.kernelChanged.connect(follow));
+      statusBar.registerStatusItem(PLUGIN_ID, {
+        item,
+        align: "left",
+        rank: 5,
+        isActive: () => tracker.currentWidget !== null,
+      });
+    }
+
+    if (registry) {
+      void registry.load(PLUGIN_ID).then((settings) => {
+        const apply = () => {
+          poller.intervalMs = settings.get("refreshMs").composite as number;
+          poller.events = settings.get("events").composite as string[];
+          statusWanted = settings.get("statusBar").composite as boolean;
+          follow();
+        };
+        settings.changed.connect(apply);
+        apply();
+      });
+    } else {
+      follow();
+    }
+  },
+};
+
+export default plugin;
