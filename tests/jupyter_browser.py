@@ -81,16 +81,22 @@ def write_notebook(path, pid, interval_ms=33):
         f" interval_ms={interval_ms})\n"
         "w"
     )
+    write_cells(path, [cell])
+
+
+def write_cells(path, sources):
+    """A Python 3 notebook with these code cells."""
     nb = {
         "cells": [
             {
                 "cell_type": "code",
                 "execution_count": None,
-                "id": "live",
+                "id": f"cell{i}",
                 "metadata": {},
                 "outputs": [],
-                "source": cell,
+                "source": source,
             }
+            for i, source in enumerate(sources)
         ],
         "metadata": {
             "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}

@@ -6,6 +6,7 @@ import { INotebookTracker } from "@jupyterlab/notebook";
 import { ServerConnection } from "@jupyterlab/services";
 import { ISettingRegistry } from "@jupyterlab/settingregistry";
 import { IStatusBar } from "@jupyterlab/statusbar";
+import { LabIcon } from "@jupyterlab/ui-components";
 import { Widget } from "@lumino/widgets";
 
 import type { KernelsReply } from "./kernels";
@@ -17,6 +18,14 @@ import { Throttle } from "./throttle";
 import { VERSION } from "./version";
 
 const PLUGIN_ID = "pagelab:plugin";
+// The side-bar tab: a sparkline over a page.
+const ICON = new LabIcon({
+  name: "pagelab:kernels",
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161">' +
+    '<path d="M5 2h10l4 4v16H5zm2 2v16h10V7h-3V4z"/>' +
+    '<path d="M8 16l2.5-4 2 2.5L15 9l1 .6-3.3 6.4-2-2.5L9 16.6z"/></g></svg>',
+});
 
 async function fetchKernels(query: string): Promise<KernelsReply> {
   const settings = ServerConnection.makeSettings();
@@ -38,7 +47,7 @@ class KernelPanel extends Widget {
   constructor(private readonly poller: Poller) {
     super();
     this.id = "pagelab-kernels";
-    this.title.label = "pagelab";
+    this.title.icon = ICON;
     this.title.caption = "pagelab: live counters of your kernels";
     this.addClass("pagelab-kernels");
     this.node.append(this.list.root);

@@ -15,6 +15,7 @@ const CSS = `
 .pagelab-panel { padding: 6px; font: 12px/1.4 var(--jp-ui-font-family, sans-serif); }
 .pagelab-panel .pl-panel-status { color: var(--jp-ui-font-color2, #666); margin-bottom: 6px; }
 .pagelab-panel .pagelab-live { margin-bottom: 10px; }
+.pagelab-panel .pagelab-live td.pl-note { display: none; }
 .pagelab-live td.pl-note { color: var(--jp-ui-font-color2, #666); white-space: normal; max-width: 40em; }
 `;
 

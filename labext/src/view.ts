@@ -94,6 +94,7 @@ export class LiveView {
       spark.append(svg);
       const why = [c.reason && `unavailable: ${c.reason}`, c.note].filter(Boolean).join("; ");
       const whyClass = c.reason ? "pl-reason" : "pl-note";
+      tr.title = why; // narrow hosts (the lab's side panel) hide the notes column
       tr.append(
         el("td", "pl-name", c.name),
         total,
