@@ -3,18 +3,18 @@ autocount adds to a cell.
 
 - ``panel_refresh_rate()``: redraws per second of the lab's kernel panel at its 10 Hz setting, in
   headless chromium against a real JupyterLab (the browser test's machinery).
-- ``server_cpu_with_panel()``: CPU of a real `jupyter server` with 5 real kernels, polled as an
-  open panel polls it (10 Hz) and not polled, alternating; in percent of one core.
+- ``server_cpu_with_panel()``: CPU of a real `jupyter server` with 5 real kernels while a panel's
+  WebSocket streams their samples at 10 Hz, and with no panel, alternating; percent of one core.
 - ``autocount_cost()``: wall time of an empty cell with `%pagelab autocount on` and off, in an
   in-process IPython shell.
 
 Each returns a dict; ``pagelab bench`` can call them. Run all: .venv/bin/python bench/bench_panel.py
 """
 
+import asyncio
 import contextlib
 import io
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -73,9 +73,21 @@ def _cpu_s(pid):
 
 
 def server_cpu_with_panel(kernels=5, seconds=10.0, rounds=3):
-    """The server's CPU (all its threads, /proc/PID/stat) in percent of one core while polled at
-    10 Hz with ``kernels`` kernels running, against the same server not polled."""
+    """The server's CPU (all its threads, /proc/PID/stat) in percent of one core while one
+    panel's WebSocket streams 10 Hz samples of ``kernels`` kernels, against the same server with
+    no panel open, alternating."""
+    from tornado.websocket import websocket_connect
+
     from jupyter_browser import Server
+
+    async def streamed(url):
+        ws = await websocket_connect(url)
+        seen, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            msg = await ws.read_message()
+            seen = max(seen, len(json.loads(msg)["kernels"]))
+        ws.close()
+        return seen
 
     root = Path(tempfile.mkdtemp(prefix="pagelab-bench-server-"))
     server = Server("server", root)
@@ -87,35 +99,34 @@ def server_cpu_with_panel(kernels=5, seconds=10.0, rounds=3):
             ids.append(k["id"])
         time.sleep(5)  # the kernels finish starting
         pid = server.proc.pid
-        polled, idle = [], []
+        url = (
+            f"ws://127.0.0.1:{server.port}/pagelab/kernels/stream"
+            f"?interval_ms={REFRESH_MS}&token={server.token}"
+        )
+        shares = {True: [], False: []}
         for i in range(2 * rounds):
-            poll = i % 2 == 0
-            if not poll:
-                time.sleep(5)  # the watch stops after its idle time
+            panel = i % 2 == 0
+            time.sleep(5)  # past the previous round: the watch stops after its idle time
             c0, t0 = _cpu_s(pid), time.monotonic()
-            seen = 0
-            while time.monotonic() - t0 < seconds:
-                if poll:
-                    status, data = server.api(f"/pagelab/kernels?interval_ms={REFRESH_MS}")
-                    seen = max(seen, len(data["kernels"]))
-                time.sleep(REFRESH_MS / 1000)
-            share = 100 * (_cpu_s(pid) - c0) / (time.monotonic() - t0)
-            (polled if poll else idle).append(share)
-            if poll:
+            if panel:
+                seen = asyncio.run(streamed(url))
                 assert seen == kernels, f"the panel saw {seen} of {kernels} kernels"
+            else:
+                time.sleep(seconds)
+            shares[panel].append(100 * (_cpu_s(pid) - c0) / (time.monotonic() - t0))
     finally:
         for kid in ids:
             server.api(f"/api/kernels/{kid}", "DELETE")
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+    with_panel, without = statistics.median(shares[True]), statistics.median(shares[False])
     return {
         "kernels": kernels,
         "asked_hz": 1000 / REFRESH_MS,
-        "polled_cpu_percent": statistics.median(polled),
-        "idle_cpu_percent": statistics.median(idle),
-        "panel_cpu_percent": statistics.median(polled) - statistics.median(idle),
+        "with_panel_cpu_percent": with_panel,
+        "without_panel_cpu_percent": without,
+        "panel_cpu_percent": with_panel - without,
         "target_percent": 2.0,
-        "cores": os.cpu_count(),
         "source": "rusage (/proc/PID/stat utime+stime)",
     }
 

@@ -2,6 +2,7 @@
 its own token: authentication, real ipykernel counters with sources, only the user's own
 kernels, sampling stopped when nobody polls, and no fd leak over 100 kernel starts and stops."""
 
+import asyncio
 import json
 import os
 import shutil
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from jupyter_client import BlockingKernelClient
+from tornado.httpclient import HTTPClientError
+from tornado.websocket import websocket_connect
 
 from jupyter_browser import Server
 from pagelab._kernelwatch import IDLE_S
@@ -101,6 +104,39 @@ def test_bad_query_is_one_clear_400(server):
     """An unknown event or a non-numeric interval is a 400, not a server error."""
     assert server.api("/pagelab/kernels?events=no-such-event")[0] == 400
     assert server.api("/pagelab/kernels?interval_ms=fast")[0] == 400
+
+
+def test_stream_needs_the_token_and_pushes_each_new_sample_once(server):
+    """The WebSocket refuses a connection without the token (403) or with an unknown event
+    (400); with the token it pushes the user's kernels after each tick, every sample once."""
+    kid = _start(server, "pagelab-sleeper")
+    url = f"ws://127.0.0.1:{server.port}/pagelab/kernels/stream?interval_ms=50"
+
+    async def refused(address):
+        with pytest.raises(HTTPClientError) as e:
+            await websocket_connect(address)
+        return e.value.code
+
+    async def stream():
+        ws = await websocket_connect(f"{url}&token={server.token}")
+        times = []
+        for _ in range(200):
+            msg = json.loads(await asyncio.wait_for(ws.read_message(), 60))
+            k = _kernel(msg, kid)
+            times += [row[0] for row in (k["samples"] if k else [])]
+            if len(times) >= 5:
+                break
+        ws.close()
+        return times
+
+    try:
+        assert asyncio.run(refused(url)) == 403
+        assert asyncio.run(refused(f"{url}&token=wrong")) == 403
+        assert asyncio.run(refused(f"{url}&token={server.token}&events=nope")) == 400
+        times = asyncio.run(stream())
+    finally:
+        _stop(server, kid)
+    assert len(times) >= 5 and times == sorted(set(times))
 
 
 @pytest.mark.slow

@@ -9,9 +9,8 @@ import { IStatusBar } from "@jupyterlab/statusbar";
 import { LabIcon } from "@jupyterlab/ui-components";
 import { Widget } from "@lumino/widgets";
 
-import type { KernelsReply } from "./kernels";
 import { KernelList } from "./panel";
-import { Poller } from "./poller";
+import { KernelStream, type Connect } from "./stream";
 import { KernelStatus } from "./statusitem";
 import { addStyle } from "./style";
 import { Throttle } from "./throttle";
@@ -27,24 +26,28 @@ const ICON = new LabIcon({
     '<path d="M8 16l2.5-4 2 2.5L15 9l1 .6-3.3 6.4-2-2.5L9 16.6z"/></g></svg>',
 });
 
-async function fetchKernels(query: string): Promise<KernelsReply> {
+const connect: Connect = (query, onMessage, onClose) => {
   const settings = ServerConnection.makeSettings();
-  const url = `${settings.baseUrl}pagelab/kernels?${query}`;
-  const response = await ServerConnection.makeRequest(url, {}, settings);
-  if (!response.ok) {
-    const body = await response.json().catch(() => ({}));
-    throw new Error(body.message || `HTTP ${response.status}`);
-  }
-  return (await response.json()) as KernelsReply;
-}
+  let url = `${settings.wsUrl}pagelab/kernels/stream?${query}`;
+  if (settings.token) url += `&token=${encodeURIComponent(settings.token)}`;
+  const ws = new settings.WebSocket(url);
+  ws.onmessage = (e: MessageEvent) => onMessage(String(e.data));
+  ws.onclose = (e: CloseEvent) => onClose(`the counter stream closed (${e.code})`);
+  return {
+    close: () => {
+      ws.onclose = null;
+      ws.close();
+    },
+  };
+};
 
-/** The side panel: polls only while it is visible. */
+/** The side panel: subscribed to the stream only while it is visible. */
 class KernelPanel extends Widget {
   readonly list = new KernelList(VERSION);
   private readonly throttle = new Throttle(() => this.list.draw(), 30);
   private unsubscribe: (() => void) | null = null;
 
-  constructor(private readonly poller: Poller) {
+  constructor(private readonly stream: KernelStream) {
     super();
     this.id = "pagelab-kernels";
     this.title.icon = ICON;
@@ -54,7 +57,7 @@ class KernelPanel extends Widget {
   }
 
   protected onAfterShow(): void {
-    this.unsubscribe ??= this.poller.subscribe((reply, error) => {
+    this.unsubscribe ??= this.stream.subscribe((reply, error) => {
       this.list.update(reply, error);
       this.throttle.request();
     });
@@ -83,8 +86,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     registry: ISettingRegistry | null,
   ) => {
     addStyle(document);
-    const poller = new Poller(fetchKernels);
-    const panel = new KernelPanel(poller);
+    const stream = new KernelStream(connect);
+    const panel = new KernelPanel(stream);
     app.shell.add(panel, "left", { rank: 900 });
 
     const status = new KernelStatus();
@@ -99,7 +102,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       item.node.textContent = status.text();
       const want = statusWanted && kernel !== null;
       if (want && !stopStatus) {
-        stopStatus = poller.subscribe((reply) => {
+        stopStatus = stream.subscribe((reply) => {
           status.update(reply);
           item.node.textContent = status.text();
         });
@@ -122,8 +125,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (registry) {
       void registry.load(PLUGIN_ID).then((settings) => {
         const apply = () => {
-          poller.intervalMs = settings.get("refreshMs").composite as number;
-          poller.events = settings.get("events").composite as string[];
+          stream.configure(
+            settings.get("refreshMs").composite as number,
+            settings.get("events").composite as string[],
+          );
           statusWanted = settings.get("statusBar").composite as boolean;
           follow();
         };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { latest, toBatch, type KernelCounters, type KernelsReply } from "../src/kernels";
 import { KernelList } from "../src/panel";
-import { Poller } from "../src/poller";
+import { KernelStream } from "../src/stream";
 import { KernelStatus } from "../src/statusitem";
 
 const series = [
@@ -76,42 +76,59 @@ describe("KernelStatus", () => {
   });
 });
 
-describe("Poller", () => {
-  it("polls only while someone listens, asks for samples after the newest it saw", async () => {
-    const queries: string[] = [];
-    const timers: (() => void)[] = [];
-    const poller = new Poller(
-      async (q) => {
-        queries.push(q);
-        return reply([kernel("a", [[queries.length, 0, null, 0]])]);
-      },
-      (cb) => {
-        timers.push(cb);
-        return 0 as unknown as ReturnType<typeof setTimeout>;
-      },
-    );
-    poller.intervalMs = 100;
-    poller.events = ["page-faults", "minor-faults"];
-    const got: number[] = [];
-    const stop = poller.subscribe((r) => got.push(r!.kernels[0].samples[0][0]!));
-    await new Promise((r) => setTimeout(r, 0));
-    expect(queries[0]).toBe("interval_ms=100&events=page-faults%2Cminor-faults");
-    timers.shift()!();
-    await new Promise((r) => setTimeout(r, 0));
-    expect(queries[1]).toContain("since=1");
-    expect(got).toEqual([1, 2]);
-    stop();
-    expect(poller.polling).toBe(false);
+describe("KernelStream", () => {
+  function fakeServer() {
+    const sockets: { query: string; send: (r: KernelsReply) => void; drop: () => void; closed: boolean }[] = [];
+    const connect = (query: string, onMessage: (d: string) => void, onClose: (w: string) => void) => {
+      const s = {
+        query,
+        closed: false,
+        send: (r: KernelsReply) => onMessage(JSON.stringify(r)),
+        drop: () => onClose("the counter stream closed (1006)"),
+      };
+      sockets.push(s);
+      return { close: () => (s.closed = true) };
+    };
+    return { sockets, connect };
+  }
+
+  it("opens one socket for all listeners and closes it when the last one leaves", () => {
+    const server = fakeServer();
+    const stream = new KernelStream(server.connect);
+    stream.configure(100, ["page-faults", "minor-faults"]);
+    const a: number[] = [];
+    const b: number[] = [];
+    const stopA = stream.subscribe((r) => a.push(r!.kernels.length));
+    const stopB = stream.subscribe((r) => b.push(r!.kernels.length));
+    expect(server.sockets.length).toBe(1);
+    expect(server.sockets[0].query).toBe("interval_ms=100&events=page-faults%2Cminor-faults");
+    server.sockets[0].send(reply([kernel("a", [[1, 0, null, 0]])]));
+    expect(a).toEqual([1]);
+    expect(b).toEqual([1]);
+    stopA();
+    expect(stream.connected).toBe(true);
+    stopB();
+    expect(stream.connected).toBe(false);
+    expect(server.sockets[0].closed).toBe(true);
   });
 
-  it("hands a failed request to listeners as an error", async () => {
-    const poller = new Poller(async () => {
-      throw new Error("HTTP 403");
+  it("reconnects with new settings, and after a drop says why and tries again", () => {
+    const server = fakeServer();
+    const timers: (() => void)[] = [];
+    const stream = new KernelStream(server.connect, (cb) => {
+      timers.push(cb);
+      return 0 as unknown as ReturnType<typeof setTimeout>;
     });
     const errors: (string | null)[] = [];
-    const stop = poller.subscribe((_r, e) => errors.push(e));
-    await new Promise((r) => setTimeout(r, 0));
-    stop();
-    expect(errors).toEqual(["HTTP 403"]);
+    stream.subscribe((_r, e) => errors.push(e));
+    stream.configure(50, []);
+    expect(server.sockets.length).toBe(2);
+    expect(server.sockets[0].closed).toBe(true);
+    expect(server.sockets[1].query).toBe("interval_ms=50");
+    server.sockets[1].drop();
+    expect(errors).toEqual(["the counter stream closed (1006)"]);
+    expect(stream.connected).toBe(false);
+    timers.shift()!();
+    expect(server.sockets.length).toBe(3);
   });
 });

@@ -110,6 +110,7 @@ class KernelWatch:
         self._events = _events.events(PANEL_EVENTS)
         self._watched = {}  # kernel id -> Watched; only the thread touches these
         self.ticks = 0  # samples taken, all kernels at once (read by tests and the bench)
+        self.on_tick = None  # called from the thread after each tick (the server's stream)
 
     @property
     def sampling(self):
@@ -184,6 +185,8 @@ class KernelWatch:
                 for kid in [k for k, w in self._watched.items() if w.gone]:
                     self._watched.pop(kid).close()
                 self.ticks += 1
+            if self.on_tick is not None:
+                self.on_tick()
             self._wake.wait(interval)
 
     def _sync(self, kernels, events):
