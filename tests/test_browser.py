@@ -196,3 +196,54 @@ def test_kernel_panel_and_autocount_see_a_256_mib_cell():
     m = AUTOCOUNT_LINE.search(cell_text)
     assert m and int(m.group(1).replace(",", "")) >= AT_LEAST, cell_text
     assert "RSS" in status and "MiB" in status
+
+
+@pytest.mark.slow
+def test_kernel_panel_opens_in_notebook_7():
+    """In Notebook 7 the kernel panel opens from View > Left Sidebar and shows the notebook's
+    kernel with a page-faults total and its source (Notebook 7 has no status bar)."""
+    why = missing_browser()
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and no browser: {why}")
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    root = Path(tempfile.mkdtemp(prefix="pagelab-browser-panel-nb7-"))
+    write_cells(root / "panel.ipynb", ["x = 1"])
+    server = Server("notebook", root)
+    try:
+        with sync_playwright() as pw:
+            try:
+                context = launch(pw, root / ".chromium")
+            except Exception as e:
+                if os.environ.get("CI") == "true":
+                    raise
+                pytest.skip(f"chromium did not start here: {str(e).splitlines()[0]}")
+            page = context.new_page()
+            try:
+                run_first_cell(page, server, "/notebooks/panel.ipynb")
+                kernel_id = server.api("/api/sessions")[1][0]["kernel"]["id"]
+                page.get_by_text("View", exact=True).first.click()
+                page.locator(".lm-Menu-itemLabel", has_text="Left Sidebar").first.hover()
+                page.locator(".lm-Menu-itemLabel", has_text="pagelab").first.click()
+                total = _panel_total(kernel_id)
+                page.wait_for_function(
+                    f"() => /[0-9]/.test(document.querySelector('{total}')?.textContent ?? '')",
+                    timeout=120_000,
+                )
+                source = page.inner_text(
+                    f'[data-kernel="{kernel_id}"] [data-counter="page-faults"] .pl-source'
+                )
+                ARTIFACTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / "kernel-panel-notebook.png"))
+            except Exception:
+                ARTIFACTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / "failed-kernel-panel-notebook.png"))
+                raise
+            finally:
+                context.close()
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    assert source in ("sw", "rusage")
