@@ -13,8 +13,8 @@ import pytest
 
 import pagelab
 from helpers import fd_count
-from pagelab import _worker
-from pagelab._live import LiveCounters, samples_message
+from pagelab import _live, _worker
+from pagelab._live import LiveCounters, next_tick, samples_message
 from pagelab._sampler import Sampler
 
 NO_SUCH_EVENT = "4242:1"  # a perf type no kernel has: fails to open everywhere (ENOENT)
@@ -36,6 +36,18 @@ def test_samples_message_is_two_float64_buffers():
     values = array.array("d", bytes(buffers[1]))
     assert list(times) == [0.5, 1.0]
     assert values[0] == 1 and math.isnan(values[1]) and list(values[2:]) == [3, 4]
+
+
+def test_sampler_keeps_its_pace_and_never_bursts():
+    """On time, ticks are one period apart; after a stall the next tick is now, not a burst of
+    the missed ones (synthetic clock)."""
+    assert next_tick(10.0, 0.05, 10.01) == pytest.approx(10.05)
+    assert next_tick(10.0, 0.05, 11.0) == 11.0
+    ticks, tick = [], 0.0
+    for now in (0.0, 0.5, 0.51, 0.52):  # a 0.5 s stall after the first sample
+        tick = next_tick(tick, 0.1, now)
+        ticks.append(tick)
+    assert ticks == pytest.approx([0.1, 0.5, 0.6, 0.7])
 
 
 def test_sample_sends_growing_page_faults_of_this_kernel():
@@ -80,6 +92,15 @@ def test_bad_interval_and_target_are_bad_input():
         LiveCounters(target=2**22 + 12345)  # above the default pid_max
     with pytest.raises(pagelab.UnknownEvent):
         LiveCounters(["page-fautls"])
+
+
+def test_missing_front_end_says_how_to_build_it(monkeypatch, tmp_path):
+    """Without the bundled front end the widget refuses with how to build it, opening nothing."""
+    monkeypatch.setattr(_live, "BUNDLE", tmp_path / "livecounters.js")
+    fds = fd_count()
+    with pytest.raises(pagelab.PagelabError, match="make setup"):
+        LiveCounters(start=False)
+    assert fd_count() == fds
 
 
 def test_controls_and_close_stop_the_thread_and_close_every_fd():

@@ -1,6 +1,5 @@
 """The blocked and unprivileged profiles, produced for real: a seccomp filter and a uid drop."""
 
-import json
 import os
 import subprocess
 import sys
@@ -8,7 +7,7 @@ import textwrap
 
 import pytest
 
-from helpers import run
+from helpers import json_document, run
 
 NOBODY = 65534
 
@@ -17,7 +16,7 @@ def test_doctor_under_seccomp_is_blocked(tools_dir, pagelab_cmd):
     """Under a seccomp filter denying perf_event_open, doctor says blocked and names seccomp."""
     p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "doctor", "--json"])
     assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    doc = json_document(p.stdout, "doctor")
     assert doc["profile"] == "blocked"
     assert doc["environment"]["seccomp"] == "filter"
     pf = next(e for e in doc["events"] if e["name"] == "page-faults")
@@ -41,7 +40,7 @@ def test_stat_under_seccomp_falls_back_to_rusage(tools_dir, pagelab_cmd):
         ]
     )
     assert p.returncode == 0, p.stderr
-    pf = json.loads(p.stdout)["measurements"][0]["metrics"]["page-faults"]
+    pf = json_document(p.stdout, "stat")["measurements"][0]["metrics"]["page-faults"]
     assert pf["value"] is None and "seccomp" in pf["reason"]
     assert pf["fallback"]["source"] == "rusage" and pf["fallback"]["value"] >= 64 << 8
 
@@ -77,7 +76,7 @@ def test_doctor_unprivileged_gets_software_events_user_space_only():
         paranoid = int(f.read())
     p = as_nobody(["doctor", "--json"])
     assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    doc = json_document(p.stdout, "doctor")
     assert doc["environment"]["uid"] == NOBODY and doc["environment"]["cap_perfmon"] is False
     pf = next(e for e in doc["events"] if e["name"] == "page-faults")
     if paranoid > 2:
@@ -95,6 +94,6 @@ def test_stat_unprivileged_counts_user_faults(tools_dir):
             pytest.skip("this check is for perf_event_paranoid=2, the common distribution default")
     p = as_nobody(["stat", "-e", "page-faults", "--json", "--", str(tools_dir / "pl-touch"), "64"])
     assert p.returncode == 0, p.stderr
-    pf = json.loads(p.stdout)["measurements"][0]["metrics"]["page-faults"]
+    pf = json_document(p.stdout, "stat")["measurements"][0]["metrics"]["page-faults"]
     assert pf["source"] == "sw" and pf["kernel_excluded"] is True
     assert pf["value"] >= 64 << 8

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import _events, _worker
-from ._counters import CounterGroup, Reading
+from ._counters import CounterGroup
 from ._errors import BadInput, PagelabError
 from ._native import ffi, lib
+from ._reading import Reading
 from ._reasons import Facts
 
 HEADER = "pagelab_cell.h"

@@ -54,9 +54,10 @@ class LiveCounters(anywidget.AnyWidget):
                 f"interval_ms must be an integer of at least {1000 // MAX_HZ} "
                 f"(at most {MAX_HZ} samples a second), not {interval_ms!r}"
             )
+        esm = _bundle().read_text()
         sampler = Sampler(events, target)  # bad events or targets fail before the widget exists
         super().__init__(
-            _esm=_bundle().read_text(),
+            _esm=esm,
             counters=[s.to_dict() for s in sampler.series],
             target=describe(target),
             interval_ms=interval_ms,
@@ -122,13 +123,11 @@ class LiveCounters(anywidget.AnyWidget):
 
     def _loop(self):
         period = self.interval_ms / 1000
-        next_tick = time.monotonic()
+        tick = time.monotonic()
         while not self._stop.is_set():
             self.sample()
-            next_tick += period
-            # fell behind (a slow send): skip ticks rather than burst to catch up
-            next_tick = max(next_tick, time.monotonic())
-            self._stop.wait(next_tick - time.monotonic())
+            tick = next_tick(tick, period, time.monotonic())
+            self._stop.wait(tick - time.monotonic())
 
     def sample(self):
         """Read once and send the sample to the view (the thread calls this every tick)."""
@@ -164,6 +163,12 @@ class LiveCounters(anywidget.AnyWidget):
             note = f"; {s['note']}" if s["note"] else ""
             lines.append(f"  {s['name']}: {total}{unit}{rate} ({s['source']}{note})")
         return "\n".join(lines)
+
+
+def next_tick(tick, period, now):
+    """When to sample next: one period after the last tick, or now if that has passed (after a
+    slow read or send the sampler skips ticks rather than bursting to catch up)."""
+    return max(tick + period, now)
 
 
 def samples_message(times, rows):

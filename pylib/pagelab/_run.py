@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from . import _environment as env
 from . import _worker, _workloads
-from ._counters import Reading
 from ._doctor import environment, profile
 from ._errors import BudgetExceeded
+from ._reading import Reading
 from ._results import Measured, Result
 
 MIB = 1 << 20
@@ -37,30 +37,31 @@ class Context:
     environment: dict = field(default_factory=environment)
     handle: "RunHandle | None" = None  # set when the run is in the background (start())
 
-    def _call(self, target, args, what):
+    def workload(self, events=None, sim=None, what=None, scratch=None, **overrides):
+        """Run this experiment's C workload once in a fresh worker; returns (measurements, raw).
+        ``scratch`` (a pagelab._scratch.Scratch) is the worker's working directory, where the
+        workload makes its file. In a background run (``start``) the worker is a Job that the
+        run handle follows, so a LiveCounters can watch it."""
+        params = {**self.params, **overrides}
+        args = {
+            "name": self.name,
+            "params": params,
+            "events": events,
+            "sim": sim,
+            "cwd": scratch.path if scratch else None,
+        }
         kwargs = dict(
             timeout=self.timeout,
             address_space=self.address_space,
             what=what or self.name,
             on_progress=self.progress,
         )
+        target = "pagelab._workloads:execute"
         if self.handle is None:
-            return _worker.call(target, args, **kwargs)
-        return self.handle._follow(_worker.Job(target, args, **kwargs))
-
-    def workload(self, events=None, sim=None, what=None, **overrides):
-        """Run this experiment's C workload once in a fresh worker; returns (measurements, raw)."""
-        params = {**self.params, **overrides}
-        raw = self._call(
-            "pagelab._workloads:execute",
-            {"name": self.name, "params": params, "events": events, "sim": sim},
-            what,
-        )
+            raw = _worker.call(target, args, **kwargs)
+        else:
+            raw = self.handle._follow(_worker.Job(target, args, **kwargs))
         return measurements(raw), raw
-
-    def call(self, target, what=None, **args):
-        """Run a Python task ("module:function") of this experiment in a fresh worker."""
-        return self._call(target, args, what)
 
     def result(self, measurements_, claims, notes=(), text="", summary=(), figure=None):
         w = _workloads.workload(self.name)
