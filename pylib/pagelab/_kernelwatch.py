@@ -77,13 +77,14 @@ class Watched:
             self.probe = None
             reason = f"perf_event_open failed: {e.strerror}"
             perf = [Series(ev.name, ev.unit, ev.source, reason=reason) for ev in events]
+        self.perf_rows = len(perf)
         self.series = perf + proc_rows()
         self.samples = deque(maxlen=KEPT)
 
     def sample(self, t):
         try:
             values = proc_values(self.pid)
-            perf = self.probe.read() if self.probe else [math.nan] * (len(self.series) - 6)
+            perf = self.probe.read() if self.probe else [math.nan] * self.perf_rows
         except ProcessLookupError:
             self.gone = True
             return
