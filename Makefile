@@ -33,7 +33,7 @@ setup: system-deps $(STAMP) $(FRONT_END) $(LABEXTENSION) $(DEV_LABEXT) $(DEV_SER
 $(STAMP): $(INSTALL_INPUTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[lab,bench,test]'
 	@touch $@
 
 $(NODE_MODULES): labext/package.json labext/package-lock.json

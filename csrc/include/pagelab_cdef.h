@@ -49,6 +49,7 @@ int pl_group_disable(const struct pl_group *g);
 int pl_group_read(const struct pl_group *g, struct pl_counts *c);
 void pl_group_close(struct pl_group *g);
 int64_t pl_group_read_loop(const struct pl_group *g, int64_t n);
+int64_t pl_group_syscall_loop(const struct pl_group *g, int64_t n);
 
 /* pl_region.h: the snapshot a workload takes around its hot loop (pl_sim_stats: see pl_sim.h) */
 struct pl_sim_counts {
@@ -299,6 +300,7 @@ int pl_lat_sizes(int64_t min_kb, int64_t max_kb, int64_t ppo, int64_t *out, int 
 #define PL_SIM_MAX_TLBS ...
 #define PL_SIM_MAX_LINES ...
 #define PL_SIM_MAX_WAYS ...
+#define PL_SIM_MAX_ACCESS ...
 #define PL_POLICY_LRU ...
 #define PL_POLICY_FIFO ...
 #define PL_POLICY_RANDOM ...
@@ -368,6 +370,7 @@ struct pl_trace {
 int pl_trace_open(const char *path, struct pl_trace **out);
 void pl_trace_close(struct pl_trace *t);
 long pl_trace_read(struct pl_trace *t, uint64_t *addr, uint32_t *size, uint8_t *op, long cap);
+long pl_trace_replay(struct pl_trace *t, struct pl_sim *sim, long cap, int ignore_size);
 
 /* pl_cpuid.h: TLB geometry from CPUID */
 struct pl_cpuid_tlb {

@@ -1,31 +1,50 @@
 """pagelab: a Jupyter teaching lab for the Linux memory system.
 
 Every number carries its source: hw (PMU), sw (kernel software event), rusage, sim or clock.
+
+The public names below load on first use (PEP 562), so ``import pagelab`` costs next to nothing
+and a tool pays only for what it touches: ``pagelab sim trace`` never loads numpy, plotly or the
+experiments.
 """
 
-from ._counters import CounterGroup, Measurement, measure
-from ._doctor import doctor
-from ._errors import BadInput, BudgetExceeded, CounterUnavailable, PagelabError, UnknownEvent
-from ._events import DEFAULT_EVENTS, Event, event, events
-from ._maps import parse_maps
-from ._reading import Reading
-from ._results import Claim, Measured, Result
-from ._run import RunHandle, experiment_names, parameters, run, run_all, start
-from ._schema import json_schema
-from ._sim import (
-    CachelabResult,
-    LevelStats,
-    SimStats,
-    Simulator,
-    TLBStats,
-    TraceInfo,
-    cachelab,
-    scan_trace,
-)
-from ._simconfig import CacheGeometry, SimConfig, TLBGeometry, default_config
-from ._stat import stat
+import importlib
+
 from ._version import __version__
-from ._worker import Interrupted, WorkerDied, WorkerError, WorkerTimeout
+
+_EXPORTS = {
+    "._counters": ("CounterGroup", "Measurement", "measure"),
+    "._doctor": ("doctor",),
+    "._errors": (
+        "BadInput",
+        "BudgetExceeded",
+        "CounterUnavailable",
+        "PagelabError",
+        "UnknownEvent",
+    ),
+    "._events": ("DEFAULT_EVENTS", "Event", "event", "events"),
+    # the widget pulls in ipywidgets and anywidget: loaded when first used, never for the CLI
+    "._live": ("LiveCounters",),
+    "._maps": ("parse_maps",),
+    "._report": ("ClassReport", "class_report"),
+    "._reading": ("Reading",),
+    "._results": ("Claim", "Measured", "Result"),
+    "._run": ("RunHandle", "experiment_names", "parameters", "run", "run_all", "start"),
+    "._schema": ("json_schema",),
+    "._sim": (
+        "CachelabResult",
+        "LevelStats",
+        "SimStats",
+        "Simulator",
+        "TLBStats",
+        "TraceInfo",
+        "cachelab",
+        "scan_trace",
+    ),
+    "._simconfig": ("CacheGeometry", "SimConfig", "TLBGeometry", "default_config"),
+    "._stat": ("stat",),
+    "._worker": ("Interrupted", "WorkerDied", "WorkerError", "WorkerTimeout"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "DEFAULT_EVENTS",
@@ -34,6 +53,7 @@ __all__ = [
     "CacheGeometry",
     "CachelabResult",
     "Claim",
+    "ClassReport",
     "CounterGroup",
     "CounterUnavailable",
     "Event",
@@ -58,6 +78,7 @@ __all__ = [
     "WorkerTimeout",
     "__version__",
     "cachelab",
+    "class_report",
     "default_config",
     "doctor",
     "event",
@@ -76,12 +97,16 @@ __all__ = [
 
 
 def __getattr__(name):
-    # the widget pulls in ipywidgets and anywidget: loaded when first used, not for the CLI
-    if name == "LiveCounters":
-        from ._live import LiveCounters
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pagelab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
 
-        return LiveCounters
-    raise AttributeError(f"module 'pagelab' has no attribute {name!r}")
+
+def __dir__():
+    return __all__
 
 
 def _jupyter_server_extension_points():

@@ -1,6 +1,7 @@
 """The `pagelab` command line. Bad input exits 2 with one line on stderr; nothing is half-run."""
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -131,10 +132,59 @@ def _sim_trace(args):
     return 0
 
 
-def _lab(args):
-    from ._lab import lab_command
+def _bench(args):
+    from . import _bench
 
-    argv = lab_command(args.extra)
+    def log(msg):
+        print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+    if args.output and importlib.util.find_spec("pyperf") is None:
+        raise BadInput("-o needs pyperf: pip install 'pagelab[bench]'")
+    doc = _bench.run(fast=args.fast, log=log)
+    if args.output:
+        _bench.pyperf_suite(doc).dump(args.output, replace=True)
+    if args.json:
+        _print_json(doc)
+    else:
+        for key, f in doc["figures"].items():
+            value = "unavailable" if f["value"] is None else f"{f['value']:.4g} {f['unit']}"
+            goal = (
+                ""
+                if f.get("goal") is None
+                else f"  (goal {f['goal']:g}: {'met' if f['met'] else 'missed'})"
+            )
+            print(f"{key:<36} {value}{goal}")
+    return 0
+
+
+def _report(args):
+    from ._report import class_report
+
+    report = class_report(args.directory)
+    figure = report.figure() if args.figure else None
+    try:
+        written = report.write_pyperf(args.pyperf) if args.pyperf else []
+        if figure:
+            figure.write_html(args.figure)
+            written.append(args.figure)
+    except OSError as e:
+        raise BadInput(f"cannot write {e.filename}: {e.strerror}") from None
+    for path in written:
+        print(f"pagelab: wrote {path}", file=sys.stderr)
+    _print_json(report.to_dict()) if args.json else print(report)
+    return 0
+
+
+def _lab(args):
+    from ._lab import lab_command, sync_chapters, work_dir
+
+    if args.copy_only:
+        if args.extra:
+            raise BadInput(f"--copy-only starts no JupyterLab: drop {' '.join(args.extra)}")
+        print(f"pagelab: {sync_chapters(reset=args.reset)}", file=sys.stderr)
+        return 0
+    argv = lab_command(args.extra, work_dir())
+    print(f"pagelab: {sync_chapters(reset=args.reset)}", file=sys.stderr, flush=True)
     os.execv(argv[0], argv)
 
 
@@ -215,11 +265,44 @@ def _parser():
     t.add_argument("--json", action="store_true", help="one JSON document on stdout")
     t.set_defaults(func=_sim_trace)
 
+    b = sub.add_parser(
+        "bench",
+        help="measure the performance figures (docs/performance.md), each side by side",
+        usage="pagelab bench [--json] [--fast] [-o PYPERF.json]",
+    )
+    b.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    b.add_argument("--fast", action="store_true", help="fewer repetitions; skip run all and nbval")
+    b.add_argument("-o", "--output", help="also write the raw timings for pyperf compare_to")
+    b.set_defaults(func=_bench)
+
+    rep = sub.add_parser(
+        "report",
+        help="compare `pagelab run all --json` files from many machines (one per file)",
+        usage="pagelab report DIR [--json] [--figure FILE.html] [--pyperf OUTDIR]",
+    )
+    rep.add_argument("directory", help="a directory of NAME.json files, one per machine")
+    rep.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    rep.add_argument("--figure", metavar="FILE.html", help="also write the plotly figure")
+    rep.add_argument(
+        "--pyperf", metavar="OUTDIR", help="also write OUTDIR/NAME.json in pyperf's format"
+    )
+    rep.set_defaults(func=_report)
+
     lab = sub.add_parser(
         "lab",
-        help="open JupyterLab on the chapters; other arguments "
-        "(e.g. --no-browser --port 8899) go to jupyter lab",
-        usage="pagelab lab [JUPYTER-LAB-ARGS ...]",
+        help="open JupyterLab on your copy of the chapters ($PAGELAB_HOME, else "
+        "~/pagelab-notebooks); other arguments (e.g. --no-browser --port 8899) go to jupyter lab",
+        usage="pagelab lab [--reset] [--copy-only] [JUPYTER-LAB-ARGS ...]",
+    )
+    lab.add_argument(
+        "--reset",
+        action="store_true",
+        help="restore the original chapters (your edited copies move to a backup folder)",
+    )
+    lab.add_argument(
+        "--copy-only",
+        action="store_true",
+        help="copy or update the chapters and exit (e.g. a JupyterHub postStart hook)",
     )
     lab.set_defaults(func=_lab, takes_extra=True)
     return p

@@ -123,7 +123,7 @@ class SimConfig:
     page: int = 4096
     policy: str = "lru"
     seed: int = 0
-    classify: bool = True
+    classify: bool | str = True  # True: every level; "l1": the first level only; False: none
 
     @property
     def levels(self):
@@ -159,6 +159,8 @@ class SimConfig:
             or not 0 <= self.seed < 1 << 64
         ):
             raise BadInput(f"seed {self.seed!r} is not a whole number in [0, 2**64)")
+        if not (isinstance(self.classify, bool) or self.classify == "l1"):
+            raise BadInput(f'classify must be true, false or "l1", not {self.classify!r}')
         if not self.levels and not self.tlbs:
             raise BadInput("nothing to simulate: no cache level and no TLB")
         if self.stlb and not self.dtlb:
@@ -407,8 +409,6 @@ def make_config(spec=None, root="/"):
     if "seed" in spec:
         changes["seed"] = _whole(spec["seed"], "seed")
     if "classify" in spec:
-        if not isinstance(spec["classify"], bool):
-            raise BadInput(f"classify must be true or false, not {spec['classify']!r}")
         changes["classify"] = spec["classify"]
     return replace(default_config(root, page), **changes).check()
 
@@ -425,5 +425,6 @@ def to_native(cfg):
     c.page_size = cfg.page
     c.policy = POLICIES[cfg.policy]
     c.seed = cfg.seed
-    c.classify = int(cfg.classify)
+    # a bit per level: True classifies every level, "l1" only the first
+    c.classify = {True: (1 << lib.PL_SIM_MAX_LEVELS) - 1, "l1": 1, False: 0}[cfg.classify]
     return c

@@ -2,7 +2,7 @@
 
 import difflib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import _rusage, _sim
 from ._counters import CounterGroup, Counts, add_fallbacks, readings, rusage_readings
@@ -10,6 +10,7 @@ from ._errors import BadInput
 from ._native import ffi, lib
 from ._reading import Reading
 from ._reasons import Facts
+from ._simconfig import make_config
 
 
 def _s(p):
@@ -164,7 +165,12 @@ def execute(name, params, events=None, sim=None, cwd=None):
     if sim is not None:
         if not w.has_sim:
             raise BadInput(f"{name} has no simulated variant")
-        simulator = _sim.Simulator(sim)
+        config = make_config(sim)
+        if config.classify is True:
+            # the experiments report the first level's classes only: the others would cost
+            # a hash lookup per access and never be read
+            config = replace(config, classify="l1")
+        simulator = _sim.Simulator(config)
         ctx.sim = simulator._sim
         rc = entry.run_sim(ctx)
     else:

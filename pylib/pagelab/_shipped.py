@@ -1,0 +1,32 @@
+"""Where the files shipped with pagelab are: the chapters and the C headers.
+
+A wheel carries them as package data (pagelab/chapters, pagelab/include; setup.py copies them in).
+A source checkout (an editable install) has them at notebooks/ and csrc/include/ instead.
+"""
+
+from pathlib import Path
+
+from ._errors import PagelabError
+
+_PACKAGE = Path(__file__).resolve().parent
+_CHECKOUT = _PACKAGE.parents[1]
+
+
+def _find(what, packaged, checkout):
+    for path in (_PACKAGE / packaged, _CHECKOUT / checkout):
+        if path.is_dir():
+            return path
+    raise PagelabError(
+        f"{what} missing: neither {_PACKAGE / packaged} nor {_CHECKOUT / checkout} exists; "
+        "reinstall pagelab from a wheel or a full checkout"
+    )
+
+
+def chapters_dir():
+    """The directory of the pristine chapters (never served directly: see _lab.py)."""
+    return _find("the chapters are", "chapters", "notebooks")
+
+
+def include_dir():
+    """The directory holding pagelab's C headers, for compiling student C (-I)."""
+    return _find("the C headers are", "include", "csrc/include")
