@@ -166,6 +166,18 @@ def browser_update_rate(seconds=10.0):
     }
 
 
+# The two numbers `pagelab bench` reports as live.rate_hz and live.slowdown (pagelab._bench).
+def rate_hz():
+    """redraws per second of a 30 Hz LiveCounters in headless chromium (JupyterLab 4)"""
+    return browser_update_rate(seconds=5.0)["draws_per_s"]
+
+
+def slowdown():
+    """wall time of a memory-bound process watched at 30 Hz over alone (5 alternating pairs)"""
+    r = watched_slowdown(pairs=5)
+    return r["wall_watched_s"] / r["wall_alone_s"]
+
+
 def main():
     results = {
         "browser_update_rate": browser_update_rate(),
