@@ -170,7 +170,8 @@ def test_kernel_panel_and_autocount_see_a_256_mib_cell():
                     timeout=180_000,
                 )
                 after = _number(page, total)
-                line = page.locator(".jp-OutputArea-output", has_text="minflt").last
+                # the second cell's own line (the first cell's "autocount on" names minflt too)
+                line = page.locator(".jp-OutputArea-output", has_text=AUTOCOUNT_LINE).last
                 line.wait_for(timeout=120_000)
                 cell_text = line.inner_text()
                 status = page.locator('[data-pagelab="kernel-status"]').inner_text()
