@@ -27,6 +27,12 @@ def recording(widget):
     return sent
 
 
+def test_public_names():
+    """pagelab exports the widget, the run handle and start() from their own modules."""
+    assert pagelab.LiveCounters is LiveCounters
+    assert pagelab.start.__module__ == "pagelab._run" and pagelab.RunHandle.__name__ == "RunHandle"
+
+
 def test_samples_message_is_two_float64_buffers():
     """A batch goes out as one message: counts in the content, times and row-major totals as
     float64 buffers (NaN for unknown), not one JSON number per value."""

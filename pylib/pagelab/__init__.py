@@ -22,7 +22,6 @@ _EXPORTS = {
         "UnknownEvent",
     ),
     "._events": ("DEFAULT_EVENTS", "Event", "event", "events"),
-    # the widget pulls in ipywidgets and anywidget: loaded when first used, never for the CLI
     "._live": ("LiveCounters",),
     "._maps": ("parse_maps",),
     "._report": ("ClassReport", "class_report"),

@@ -432,19 +432,26 @@ class _Bench:
         """The live widget's figures, from bench/bench_live.py's rate_hz() and slowdown() (each
         returns a number) once that file exists; unavailable until then."""
         path = ROOT / "bench" / "bench_live.py"
-        keys = {"live.rate_hz": ("rate_hz", "Hz"), "live.slowdown": ("slowdown", "x")}
+        # figure -> (function, unit, goal, higher is better): issue 9's targets
+        keys = {
+            "live.rate_hz": ("rate_hz", "Hz", 20, True),
+            "live.slowdown": ("slowdown", "x", 1.02, False),
+        }
         if not path.is_file():
-            return {k: _unavailable(unit, "", UNAVAILABLE_LIVE) for k, (_, unit) in keys.items()}
+            return {k: _unavailable(v[1], "", UNAVAILABLE_LIVE) for k, v in keys.items()}
         spec = importlib.util.spec_from_file_location("pagelab_bench_live", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         self.log("live widget")
-        return {
-            k: _figure(
-                getattr(module, fn)(), unit, (getattr(module, fn).__doc__ or "").strip(), str(path)
-            )
-            for k, (fn, unit) in keys.items()
-        }
+        out = {}
+        for k, (fn, unit, goal, higher) in keys.items():
+            meaning = " ".join((getattr(module, fn).__doc__ or "").split())
+            try:
+                value = getattr(module, fn)()
+                out[k] = _figure(value, unit, meaning, str(path), goal, higher)
+            except Exception as e:  # e.g. no browser here: the figure says why, the rest go on
+                out[k] = _unavailable(unit, meaning, f"{fn}() failed: {e}")
+        return out
 
     def nbval(self):
         notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))

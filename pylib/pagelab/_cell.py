@@ -9,19 +9,22 @@ of the cell's region (PL_REGION_BEGIN..END, else all of main()).
 
 import os
 import resource
+import shlex
 import shutil
 import signal
 import subprocess
+import sysconfig
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import _events, _worker
 from ._counters import CounterGroup
-from ._errors import BadInput, PagelabError
+from ._errors import BadInput
 from ._native import ffi, lib
 from ._reading import Reading
 from ._reasons import Facts
+from ._shipped import include_dir
 
 HEADER = "pagelab_cell.h"
 # The student's cell is GNU C (PL_KEEP uses __typeof__ and an asm barrier), built like a program
@@ -42,14 +45,6 @@ DEFAULT_MEMORY = 1 << 30  # bytes of address space a cell may use beyond the int
 OUTPUT_LIMIT = 1 << 20  # bytes of printf output kept per run (the file stops growing there)
 # the rusage fields worth a row beside the counters (the others stay in CellResult.measured)
 RUSAGE_SHOWN = ("utime", "minflt", "maxrss")
-
-
-def include_dir():
-    """Where pagelab_cell.h lives: the wheel's package data, else the checkout's csrc/include."""
-    for d in (Path(__file__).parent / "include", Path(__file__).parents[2] / "csrc" / "include"):
-        if (d / HEADER).is_file():
-            return d
-    raise PagelabError(f"{HEADER} is missing from this installation of pagelab")
 
 
 @dataclass
@@ -187,6 +182,15 @@ def _result(raw, builds):
 # ---- inside the workers ------------------------------------------------------------------
 
 
+def _compiler():
+    """$CC, else cc, else the compiler Python was built with (a conda environment's, which is on
+    PATH there while `cc` may not be)."""
+    for candidate in (os.environ.get("CC"), "cc", sysconfig.get_config_var("CC")):
+        if candidate and shutil.which(shlex.split(candidate)[0]):
+            return shlex.split(candidate)
+    raise BadInput("no C compiler: %%c needs cc (gcc or clang) where the kernel runs")
+
+
 def build(source, workdir):
     """Compile the measured and the simulated shared objects; BadInput carries gcc's errors."""
     work = Path(workdir)
@@ -196,11 +200,8 @@ def build(source, workdir):
     out, warnings = {}, ""
     for variant, extra in (("measured", []), ("sim", ["-DPL_SIM"])):
         so = work / f"cell-{variant}.so"
-        cmd = ["cc", *CFLAGS, *extra, "-I", str(include_dir()), "-o", str(so), str(c), "-lm"]
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-        except FileNotFoundError:
-            raise BadInput("no C compiler: %%c needs `cc` (gcc) on this machine") from None
+        cmd = [*_compiler(), *CFLAGS, *extra, "-I", str(include_dir()), "-o", str(so), str(c)]
+        p = subprocess.run([*cmd, "-lm"], capture_output=True, text=True, timeout=60)
         if p.returncode != 0:
             raise BadInput(p.stderr.strip() or f"cc failed with status {p.returncode}")
         if variant == "measured":
