@@ -10,10 +10,11 @@ STAMP := $(VENV)/.pagelab-installed
 # Everything that changes the compiled extension or the installed metadata.
 INSTALL_INPUTS := pyproject.toml setup.py pylib/pagelab/_ffi_build.py \
 	$(shell find csrc -name '*.[ch]' -not -path 'csrc/tools/*')
-# command:debian-package pairs the tests use (valgrind for cachegrind agreement, perf for
-# `perf stat` agreement, chromium for the browser tests, node and npm to build the widget's
-# front end from labext/). Installed only when missing and only when running as root.
-SYSTEM_DEPS := valgrind:valgrind perf:linux-perf chromium:chromium node:nodejs npm:npm
+# command:debian-package pairs the tests and chapters use (valgrind for cachegrind agreement and
+# lackey traces, perf for `perf stat` agreement, strace for chapter 10's startup trace, chromium
+# for the browser tests, node and npm to build the widget's front end from labext/). Installed
+# only when missing and only when running as root.
+SYSTEM_DEPS := valgrind:valgrind perf:linux-perf strace:strace chromium:chromium node:nodejs npm:npm
 # The LiveCounters front end: TypeScript in labext/src bundled into one ESM file that the Python
 # widget loads (package data; users of the wheel need no Node).
 FRONT_END := pylib/pagelab/static/livecounters.js

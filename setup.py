@@ -26,6 +26,7 @@ LABEXTENSION_DEST = "share/jupyter/labextensions/pagelab"
 COPIED = {
     ROOT / "notebooks": ("chapters", ["*.ipynb"]),
     ROOT / "csrc" / "include": ("include", ["*.h"]),
+    ROOT / "csrc": ("csrc", ["**/*.c", "**/*.h"]),  # shown in the chapters (pagelab.source)
 }
 
 
@@ -64,7 +65,9 @@ class BuildPy(build_py):
             target.mkdir(parents=True)
             for pattern in patterns:
                 for path in sorted(source.glob(pattern)):
-                    shutil.copy2(path, target / path.name)
+                    dest = target / path.relative_to(source)
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, dest)
 
 
 # The server extension behind the lab extension's kernel panel, enabled where Jupyter looks.

@@ -105,11 +105,15 @@ def _installed(fresh, expr):
 
 
 def test_wheel_holds_the_extension_the_chapters_and_the_headers(wheel):
-    """The wheel carries the compiled module, every chapter, pl_region.h and any front end."""
+    """The wheel carries the compiled module, every chapter, pl_region.h, the C sources the
+    chapters show, the shipped trace and any front end."""
     names = set(zipfile.ZipFile(wheel).namelist())
     assert any(n.startswith("pagelab/_native") and n.endswith(".so") for n in names)
     assert {f"pagelab/chapters/{c}" for c in CHAPTERS} <= names
     assert {"pagelab/include/pl_region.h", "pagelab/schema.json"} <= names
+    # what the chapters show (pagelab.source) and the trace for machines without valgrind
+    assert {"pagelab/csrc/counters.c", "pagelab/csrc/workloads/mountain.c"} <= names
+    assert "pagelab/data/my_program.trace.gz" in names
     for asset in sorted(STATIC.glob("*")):
         assert f"pagelab/static/{asset.name}" in names, f"front end {asset.name} not in the wheel"
 
@@ -159,11 +163,14 @@ def test_installed_lab_extension_and_server_extension_config(fresh):
 
 
 def test_installed_chapters_and_student_header(fresh, tmp_path):
-    """The chapters ship; a student program including pl_region.h compiles with include_dir()."""
+    """The chapters ship and can show the C; a student program including pl_region.h compiles
+    with include_dir()."""
     chapters = _installed(fresh, "s.chapters_dir()")
     assert sorted(p.name for p in chapters.glob("*.ipynb")) == CHAPTERS
     include = _installed(fresh, "s.include_dir()")
     assert include.is_relative_to(fresh.parent)
+    shown = _installed(fresh, "pagelab.source('counters.c', 'open_one').path")
+    assert str(shown) == "counters.c"
     student = tmp_path / "student.c"
     student.write_text(
         '#include "pl_region.h"\nint main(void) { struct pl_region r = {0}; '

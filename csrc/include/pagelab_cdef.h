@@ -239,6 +239,8 @@ extern const int pl_workload_count;
 #define PL_HUGE_PAGE ...
 #define PL_CACHE_LINE ...
 #define PL_LAT_MAX_SIZES ...
+#define PL_MOUNTAIN_WORD ...
+#define PL_MOUNTAIN_MAX_POINTS ...
 #define PL_COMPETITION_SLICES ...
 #define PL_COMPETITION_WRITE_CHUNK ...
 #define PL_MMAP_FILL_CHUNK ...
@@ -384,3 +386,18 @@ int pl_cpuid_decode_amd(uint32_t page_size, const uint32_t regs5[4], const uint3
                         struct pl_cpuid_tlb *dtlb, struct pl_cpuid_tlb *stlb);
 int pl_cpuid_decode_intel(uint32_t page_size, const uint32_t *regs, int n,
                           struct pl_cpuid_tlb *dtlb, struct pl_cpuid_tlb *stlb);
+
+/* pl_reclaim.h: the page-reclaim model */
+enum pl_reclaim_policy {
+    PL_RECLAIM_FIFO,
+    PL_RECLAIM_LRU,
+    PL_RECLAIM_CLOCK,
+    PL_RECLAIM_KERNEL,
+    PL_RECLAIM_NEVER_ACTIVATE,
+    PL_RECLAIM_NPOLICIES
+};
+struct pl_reclaim_stats {
+    int64_t refs, faults, evictions, activations, deactivations;
+};
+int pl_reclaim_run(const int32_t *refs, int64_t n, int32_t npages, int32_t frames, int policy,
+                   struct pl_reclaim_stats *out);

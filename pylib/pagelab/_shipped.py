@@ -1,7 +1,8 @@
-"""Where the files shipped with pagelab are: the chapters and the C headers.
+"""Where the files shipped with pagelab are: the chapters, the C headers and the C sources.
 
-A wheel carries them as package data (pagelab/chapters, pagelab/include; setup.py copies them in).
-A source checkout (an editable install) has them at notebooks/ and csrc/include/ instead.
+A wheel carries them as package data (pagelab/chapters, pagelab/include, pagelab/csrc; setup.py
+copies them in). A source checkout (an editable install) has them at notebooks/, csrc/include/
+and csrc/ instead.
 """
 
 from pathlib import Path
@@ -30,3 +31,8 @@ def chapters_dir():
 def include_dir():
     """The directory holding pagelab's C headers, for compiling student C (-I)."""
     return _find("the C headers are", "include", "csrc/include")
+
+
+def csrc_dir():
+    """The directory of pagelab's C sources, which the chapters show (pagelab.source)."""
+    return _find("the C sources are", "csrc", "csrc")
