@@ -190,13 +190,16 @@ def test_interrupt_while_waiting_on_a_job_kills_its_worker():
     """Ctrl-C (SIGINT) while result() waits stops the worker: Interrupted, and the pid is gone."""
     job = _worker.Job("pagelab._worker:selftest", {"mode": "hold", "seconds": 60, "mib": 1})
     pid = _wait_for_pid(job)
-    timer = threading.Timer(
-        0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)
-    )
-    timer.start()
-    with pytest.raises(_worker.Interrupted):
-        job.result()
-    assert _is_zombie_or_gone(pid)
+    main = threading.main_thread().ident
+    for _ in range(5):  # a signal that lands just before result() waits is retried
+        threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT)).start()
+        try:
+            job.result()
+        except _worker.Interrupted:
+            break
+        except KeyboardInterrupt:
+            continue
+    assert job.done() and _is_zombie_or_gone(pid)
 
 
 def test_start_returns_at_once_and_watch_follows_the_run():

@@ -6,6 +6,7 @@ import json
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -66,8 +67,14 @@ class Kernel:
         return out
 
     def alive(self):
-        out = self.run("print(6 * 7)")
-        assert out["stdout"].strip() == "42", out
+        # ipykernel aborts requests that arrive right after a cell failed (stop_on_error), by
+        # design; such a request is answered "aborted" without running, so ask again
+        for _ in range(5):
+            out = self.run("print(6 * 7)")
+            if out["status"] != "aborted":
+                break
+            time.sleep(0.2)
+        assert out["stdout"].strip() == "42", f"status {out['status']}: {out}"
         return True
 
     def stop(self):
@@ -264,14 +271,17 @@ def test_interrupting_the_kernel_stops_a_watched_worker(kernel):
         "print(job.pid)"
     )
     pid = int(out["stdout"])
-    msg_id = kernel.kc.execute("print('waiting', flush=True); job.result()")
-    while True:  # until the cell has printed, i.e. it is inside result()
-        msg = kernel.kc.get_iopub_msg(timeout=60)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+    for _ in range(5):  # an interrupt that lands just before result() waits is retried
+        msg_id = kernel.kc.execute("print('waiting', flush=True); job.result()")
+        while True:  # until the cell has printed, i.e. it is about to wait in result()
+            msg = kernel.kc.get_iopub_msg(timeout=60)
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+                break
+        kernel.km.interrupt_kernel()
+        reply = kernel.kc.get_shell_msg(timeout=60)
+        assert reply["content"]["status"] == "error"
+        if reply["content"]["ename"] != "KeyboardInterrupt":
             break
-    kernel.km.interrupt_kernel()
-    reply = kernel.kc.get_shell_msg(timeout=60)
-    assert reply["content"]["status"] == "error"
     assert reply["content"]["ename"] == "Interrupted"
     assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
     assert kernel.alive()
