@@ -19,10 +19,17 @@ SYSTEM_DEPS := valgrind:valgrind perf:linux-perf strace:strace chromium:chromium
 # widget loads (package data; users of the wheel need no Node).
 FRONT_END := pylib/pagelab/static/livecounters.js
 NODE_MODULES := labext/node_modules/.package-lock.json
+# The JupyterLab extension (kernel panel, status-bar item), prebuilt by @jupyterlab/builder into
+# the package; the wheel installs it and the server extension's config where Jupyter looks.
+LABEXTENSION := pylib/pagelab/labextension/package.json
+# The same two, installed into the venv for this checkout's editable install (a link, so a
+# rebuild shows at once).
+DEV_LABEXT := $(VENV)/share/jupyter/labextensions/pagelab
+DEV_SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.d/pagelab.json
 
 .PHONY: setup lab test system-deps clean
 
-setup: system-deps $(STAMP) $(FRONT_END)
+setup: system-deps $(STAMP) $(FRONT_END) $(LABEXTENSION) $(DEV_LABEXT) $(DEV_SERVER_CONFIG)
 
 $(STAMP): $(INSTALL_INPUTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +42,15 @@ $(NODE_MODULES): labext/package.json labext/package-lock.json
 
 $(FRONT_END): $(NODE_MODULES) $(wildcard labext/src/*.ts)
 	cd labext && npm run --silent build
+
+$(LABEXTENSION): $(NODE_MODULES) $(STAMP) $(wildcard labext/src/*.ts) labext/schema/plugin.json
+	cd labext && PATH="$(CURDIR)/$(BIN):$$PATH" npm run --silent build:lab
+
+$(DEV_LABEXT): | $(STAMP)
+	mkdir -p $(dir $@) && ln -sfn $(CURDIR)/pylib/pagelab/labextension $@
+
+$(DEV_SERVER_CONFIG): jupyter-config/jupyter_server_config.d/pagelab.json | $(STAMP)
+	install -D -m 644 $< $@
 
 system-deps:
 	@missing=""; \
@@ -57,4 +73,5 @@ test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/static labext/node_modules
+	rm -rf $(VENV) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/static \
+		pylib/pagelab/labextension labext/lib labext/node_modules

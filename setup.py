@@ -70,9 +70,17 @@ class BuildPy(build_py):
                     shutil.copy2(path, dest)
 
 
+# The server extension behind the lab extension's kernel panel, enabled where Jupyter looks.
+SERVER_CONFIG = (
+    "etc/jupyter/jupyter_server_config.d",
+    ["jupyter-config/jupyter_server_config.d/pagelab.json"],
+)
+
+
 def _labextension_files():
-    """data_files entries installing the prebuilt lab extension, when there is one."""
-    files = {}
+    """data_files entries installing the prebuilt lab extension, when there is one, and the
+    server extension's config."""
+    files = {SERVER_CONFIG[0]: SERVER_CONFIG[1]}
     for path in sorted(LABEXTENSION.rglob("*")):
         if path.is_file():
             dest = PurePosixPath(LABEXTENSION_DEST) / path.parent.relative_to(LABEXTENSION)

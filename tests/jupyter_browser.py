@@ -5,15 +5,19 @@ downloaded; a notebook whose one cell shows LiveCounters watching a pid."""
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
+from helpers import ROOT
 from test_lab import free_port
 
+SERVER_CONFIG = ROOT / "jupyter-config" / "jupyter_server_config.d" / "pagelab.json"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -77,16 +81,22 @@ def write_notebook(path, pid, interval_ms=33):
         f" interval_ms={interval_ms})\n"
         "w"
     )
+    write_cells(path, [cell])
+
+
+def write_cells(path, sources):
+    """A Python 3 notebook with these code cells."""
     nb = {
         "cells": [
             {
                 "cell_type": "code",
                 "execution_count": None,
-                "id": "live",
+                "id": f"cell{i}",
                 "metadata": {},
                 "outputs": [],
-                "source": cell,
+                "source": source,
             }
+            for i, source in enumerate(sources)
         ],
         "metadata": {
             "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
@@ -98,14 +108,19 @@ def write_notebook(path, pid, interval_ms=33):
 
 
 class Server:
-    """A Jupyter server (`jupyter lab` or `jupyter notebook`) on its own port, token and root."""
+    """A Jupyter server (`jupyter lab`, `notebook` or `server`) on its own port, token and root,
+    with pagelab's server extension enabled by the config file the wheel ships."""
 
-    def __init__(self, app, root):
+    def __init__(self, app, root, args=(), env=None):
         self.port, self.token = free_port(), secrets.token_hex(16)
-        env = dict(os.environ)
+        env = dict(os.environ) | (env or {})
         for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR"):
             env[var] = str(root / f".{var.lower()}")
         env["JUPYTERLAB_WORKSPACES_DIR"] = str(root / ".workspaces")
+        self.runtime_dir = Path(env["JUPYTER_RUNTIME_DIR"])
+        config = Path(env["JUPYTER_CONFIG_DIR"]) / SERVER_CONFIG.parent.name
+        config.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SERVER_CONFIG, config)
         argv = [
             str(Path(sys.executable).with_name("jupyter")),
             app,
@@ -117,6 +132,7 @@ class Server:
         ]
         if os.geteuid() == 0:
             argv.append("--allow-root")
+        argv += args
         self.log = open(root / "server.log", "w")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(
             argv, stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -144,6 +160,19 @@ class Server:
                 return
             time.sleep(0.5)
         raise AssertionError("the notebook's kernel did not become idle within 120 s")
+
+    def api(self, path, method="GET", body=None, token=True):
+        """(status, JSON or None) of a REST call, with the token in its header unless told not."""
+        url = f"http://127.0.0.1:{self.port}{path}"
+        headers = {"Authorization": f"token {self.token}"} if token else {}
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                text = r.read()
+                return r.status, json.loads(text) if text else None
+        except urllib.error.HTTPError as e:
+            return e.code, None
 
     def url(self, path):
         sep = "&" if "?" in path else "?"

@@ -41,3 +41,15 @@ def test_bundle_is_built_with_this_version():
     bundle = ROOT / "pylib" / "pagelab" / "static" / "livecounters.js"
     assert bundle.exists(), "run `make setup` to build the front end"
     assert f'"{pagelab.__version__}"' in bundle.read_text()
+
+
+def test_lab_extension_is_prebuilt_with_this_version_and_its_settings():
+    """The prebuilt JupyterLab extension (pagelab/labextension) carries the package version,
+    its federated entry point and the settings schema."""
+    built = ROOT / "pylib" / "pagelab" / "labextension"
+    assert (built / "package.json").exists(), "run `make setup` to build the lab extension"
+    package = json.loads((built / "package.json").read_text())
+    assert package["name"] == "pagelab" and package["version"] == pagelab.__version__
+    assert (built / package["jupyterlab"]["_build"]["load"]).is_file()
+    schema = json.loads((built / "schemas" / "pagelab" / "plugin.json").read_text())
+    assert {"refreshMs", "events"} <= set(schema["properties"])

@@ -162,6 +162,40 @@ def test_pagelab_doctor_magic(kernel):
     assert "usage: %pagelab doctor" in (bad["error"] or bad["stderr"])
 
 
+AUTOCOUNT = re.compile(r"^pagelab: (.*) \[hooks' own cost, not subtracted: (.*)\]$", re.M)
+
+
+def _autocount(text, name):
+    """(value, source) of ``name`` in the autocount line printed in ``text``."""
+    m = AUTOCOUNT.search(text)
+    assert m, text
+    found = re.search(rf"\b{re.escape(name)} ([0-9,.]+)(?: [a-z]+)? \(([\w+: ]+)\)", m.group(1))
+    assert found, m.group(1)
+    return float(found.group(1).replace(",", "")), found.group(2)
+
+
+@pytest.mark.slow
+def test_autocount_prints_counts_under_every_cell_until_turned_off(kernel):
+    """%pagelab autocount on prints one line under each later cell with minflt (>= 90% of the
+    pages the cell touched), page faults and task-clock with sources and the hooks' stated
+    cost; %pagelab autocount off removes the hooks."""
+    on = kernel.run("%pagelab autocount on")
+    assert on["status"] == "ok" and "autocount on" in on["stdout"], on
+    try:
+        out = kernel.run("b = bytearray(32 << 20)")
+        minflt, source = _autocount(out["stdout"], "minflt")
+        assert source == "rusage" and minflt >= 8192 * 0.9
+        faults, source = _autocount(out["stdout"], "page-faults")
+        assert source in ("sw", "rusage: minflt+majflt") and faults >= 8192 * 0.9
+        _autocount(out["stdout"], "task-clock")
+        assert "page-faults" in AUTOCOUNT.search(out["stdout"]).group(2)
+        assert AUTOCOUNT.search(kernel.run("x = 1")["stdout"])
+    finally:
+        off = kernel.run("%pagelab autocount off")
+    assert off["status"] == "ok" and not AUTOCOUNT.search(off["stdout"])
+    assert not AUTOCOUNT.search(kernel.run("y = 2")["stdout"])
+
+
 @pytest.mark.slow
 def test_c_magic_measures_and_simulates_a_pointer_chase(kernel):
     """%%c runs the student's pointer chase: its output, measured readings with sources, and the
@@ -292,4 +326,10 @@ def test_blocked_profile_counters_and_c_cell_fall_back_with_labels(blocked_kerne
     assert re.search(r"page-faults\s+[0-9,]+ \(rusage: minflt\+majflt\)", text), text
     assert "seccomp" in text
     assert re.search(r"L1-dcache-loads\s+-\s+200,000 \(sim\)", text), text
+    assert blocked_kernel.run("%pagelab autocount on")["status"] == "ok"
+    out = blocked_kernel.run("b = bytearray(16 << 20)")
+    blocked_kernel.run("%pagelab autocount off")
+    faults, source = _autocount(out["stdout"], "page-faults")
+    assert source == "rusage: minflt+majflt" and faults >= 4096 * 0.9
+    assert re.search(r"task-clock n/a \([^)]*seccomp", out["stdout"]), out["stdout"]
     assert blocked_kernel.alive()

@@ -60,3 +60,19 @@ def test_rusage_delta_keeps_maxrss_as_a_high_water_mark():
     after = dict.fromkeys(_rusage.FIELDS, 5) | {"maxrss": 300}
     d = _rusage.delta(before, after)
     assert d["minflt"] == 4 and d["maxrss"] == 300
+
+
+def test_proc_status_reads_rss_and_context_switches(tmp_path):
+    """VmRSS (KiB) and both context-switch counts come from /proc/PID/status by name; a zombie
+    without VmRSS holds 0 KiB; a missing process is ProcessLookupError."""
+    (tmp_path / "proc" / "77").mkdir(parents=True)
+    (tmp_path / "proc" / "77" / "status").write_text(
+        "Name:\tpython3\nVmRSS:\t  123456 kB\nvoluntary_ctxt_switches:\t12\n"
+        "nonvoluntary_ctxt_switches:\t3\n"
+    )
+    assert _rusage.proc_status(77, tmp_path) == {"rss": 123456, "nvcsw": 12, "nivcsw": 3}
+    (tmp_path / "proc" / "77" / "status").write_text("Name:\tx\nState:\tZ (zombie)\n")
+    assert _rusage.proc_status(77, tmp_path) == {"rss": 0}
+    with pytest.raises(ProcessLookupError):
+        _rusage.proc_status(2**22 + 12345)
+    assert _rusage.proc_status(os.getpid())["rss"] > 0

@@ -150,6 +150,18 @@ def test_installed_front_end_matches_the_build(fresh):
         assert (static / asset.name).read_bytes() == asset.read_bytes()
 
 
+def test_installed_lab_extension_and_server_extension_config(fresh):
+    """The wheel installs the prebuilt lab extension (the kernel panel) where JupyterLab finds
+    it and the config that enables the server extension behind it."""
+    prefix = fresh.parent
+    built = ROOT / "pylib" / "pagelab" / "labextension" / "package.json"
+    installed = prefix / "share" / "jupyter" / "labextensions" / "pagelab" / "package.json"
+    assert built.exists(), "run `make setup` to build the lab extension"
+    assert installed.read_bytes() == built.read_bytes()
+    config = prefix / "etc" / "jupyter" / "jupyter_server_config.d" / "pagelab.json"
+    assert json.loads(config.read_text())["ServerApp"]["jpserver_extensions"] == {"pagelab": True}
+
+
 def test_installed_chapters_and_student_header(fresh, tmp_path):
     """The chapters ship and can show the C; a student program including pl_region.h compiles
     with include_dir()."""

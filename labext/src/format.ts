@@ -25,3 +25,17 @@ export function formatRate(perSecond: number | null): string {
   const sign = perSecond < 0 ? "-" : "";
   return `${sign}${v.toFixed(digits)}${PREFIXES[i]}/s`;
 }
+
+const BINARY = ["KiB", "MiB", "GiB", "TiB"];
+
+/** A size given in KiB (as /proc reports RSS), in the largest binary unit below 1024: "1.5 GiB". */
+export function formatKiB(kib: number | null): string {
+  if (kib === null || !Number.isFinite(kib)) return "n/a";
+  let v = kib;
+  let i = 0;
+  while (v >= 1024 && i < BINARY.length - 1) {
+    v /= 1024;
+    i += 1;
+  }
+  return `${v.toFixed(i === 0 || v >= 100 ? 0 : 1)} ${BINARY[i]}`;
+}

@@ -11,6 +11,11 @@ const CSS = `
 .pagelab-live td.pl-source { color: #1565c0; }
 .pagelab-live .pl-unavailable td.pl-total { color: var(--jp-ui-font-color3, #999); }
 .pagelab-live td.pl-reason { color: #b26a00; white-space: normal; max-width: 40em; }
+.pagelab-kernels { overflow: auto; background: var(--jp-layout-color1, #fff); }
+.pagelab-panel { padding: 6px; font: 12px/1.4 var(--jp-ui-font-family, sans-serif); }
+.pagelab-panel .pl-panel-status { color: var(--jp-ui-font-color2, #666); margin-bottom: 6px; }
+.pagelab-panel .pagelab-live { margin-bottom: 10px; }
+.pagelab-panel .pagelab-live td.pl-note { display: none; }
 .pagelab-live td.pl-note { color: var(--jp-ui-font-color2, #666); white-space: normal; max-width: 40em; }
 `;
 

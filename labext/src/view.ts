@@ -39,17 +39,18 @@ export class LiveView {
   private histories: History[] = [];
   private rows: Row[] = [];
 
-  constructor(onControl: (action: "start" | "stop" | "reset") => void, version: string) {
+  /** ``onControl`` null: no start/stop/reset buttons (the lab's kernel panel has none). */
+  constructor(onControl: ((action: "start" | "stop" | "reset") => void) | null, version: string) {
     this.root = el("div", "pagelab-live");
     this.root.dataset.pagelab = "livecounters";
     const head = el("div", "pl-head");
     this.title = el("span", "pl-title");
     this.state = el("span", "pl-state");
     head.append(this.title, this.state);
-    for (const action of ["start", "stop", "reset"] as const) {
+    for (const action of onControl ? (["start", "stop", "reset"] as const) : []) {
       const b = el("button", `pl-${action}`, action);
       b.type = "button";
-      b.addEventListener("click", () => onControl(action));
+      b.addEventListener("click", () => onControl?.(action));
       head.append(b);
     }
     head.append(el("span", "pl-version", `pagelab ${version}`));
@@ -93,6 +94,7 @@ export class LiveView {
       spark.append(svg);
       const why = [c.reason && `unavailable: ${c.reason}`, c.note].filter(Boolean).join("; ");
       const whyClass = c.reason ? "pl-reason" : "pl-note";
+      tr.title = why; // narrow hosts (the lab's side panel) hide the notes column
       tr.append(
         el("td", "pl-name", c.name),
         total,

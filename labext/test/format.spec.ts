@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatRate, formatTotal } from "../src/format";
+import { formatKiB, formatRate, formatTotal } from "../src/format";
 
 describe("formatTotal", () => {
   it("prints counts exactly with thousands separators", () => {
@@ -25,5 +25,14 @@ describe("formatRate", () => {
   });
   it("shows a dash before a rate exists", () => {
     expect(formatRate(null)).toBe("–");
+  });
+});
+
+describe("formatKiB", () => {
+  it("prints sizes from /proc (KiB) in binary units", () => {
+    expect(formatKiB(512)).toBe("512 KiB");
+    expect(formatKiB(1536)).toBe("1.5 MiB");
+    expect(formatKiB(300 * 1024)).toBe("300 MiB");
+    expect(formatKiB(null)).toBe("n/a");
   });
 });

@@ -122,6 +122,16 @@ def __dir__():
     return __all__
 
 
+def _jupyter_server_extension_points():
+    """The server extension behind the lab's kernel panel (see pagelab._serverext)."""
+    return [{"module": "pagelab._serverext"}]
+
+
+def _jupyter_labextension_paths():
+    """The prebuilt JupyterLab extension (built from labext/ into pagelab/labextension)."""
+    return [{"src": "labextension", "dest": "pagelab"}]
+
+
 def load_ipython_extension(ipython):
     """`%load_ext pagelab`: the magics (see pagelab._magics)."""
     from ._magics import load

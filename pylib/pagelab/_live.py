@@ -15,11 +15,10 @@ import anywidget
 import traitlets
 
 from ._errors import BadInput, PagelabError
-from ._sampler import Sampler, describe
+from ._sampler import MAX_HZ, Sampler, describe
 from ._version import __version__
 
 BUNDLE = Path(__file__).parent / "static" / "livecounters.js"
-MAX_HZ = 30  # what a person can follow; faster only costs the watched process
 
 
 def _bundle():

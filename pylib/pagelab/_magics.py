@@ -6,6 +6,7 @@
   and run it in a worker, measured and simulated side by side (see pagelab._cell).
 - ``%maps [PID]``: a process's memory map (default: this kernel) as a table and a figure.
 - ``%pagelab doctor``: the profile and every event's availability, as `pagelab doctor` prints.
+- ``%pagelab autocount on|off``: counts under every executed cell (see pagelab._autocount).
 """
 
 import os
@@ -132,13 +133,34 @@ class PagelabMagics(Magics):
 
     @line_magic
     def pagelab(self, line):
-        """%pagelab doctor: this machine's profile and which counters work here, and why not."""
+        """%pagelab doctor: this machine's profile and which counters work here, and why not.
+        %pagelab autocount on|off: a line of counts (page faults, minflt, majflt, task-clock,
+        with their sources and the hooks' own cost) under every cell executed from now on."""
         words = line.split()
-        if words != ["doctor"]:
-            raise UsageError("usage: %pagelab doctor")
-        from ._doctor import doctor
+        if words == ["doctor"]:
+            from ._doctor import doctor
 
-        print(doctor())
+            print(doctor())
+        elif words in (["autocount", "on"], ["autocount", "off"]):
+            self.autocount(words[1] == "on")
+        else:
+            raise UsageError("usage: %pagelab doctor | %pagelab autocount on|off")
+
+    def autocount(self, on):
+        from ._autocount import AutoCount
+
+        current = getattr(self, "_autocount", None)
+        if current is not None:
+            current.close()
+            self._autocount = None
+        if on:
+            try:
+                self._autocount = AutoCount(self.shell)
+            except (PagelabError, OSError) as e:
+                return _fail(f"autocount: {e}")
+            print(f"autocount on: counts under every cell; hooks' own cost {self._autocount.cost}")
+        else:
+            print("autocount off")
 
 
 def maps_table(regions):
@@ -166,6 +188,9 @@ def load(ipython):
 
 
 def unload(ipython):
+    magics = ipython.magics_manager.registry.get("PagelabMagics")
+    if magics is not None:
+        magics.autocount(False)
     # IPython has no unregister_magics: drop ours from the tables by name
     for kind, names in (("cell", ("counters", "c")), ("line", ("maps", "pagelab"))):
         for name in names:

@@ -65,3 +65,28 @@ def proc_stat(pid, root="/"):
         "utime": int(fields[11]) / tick,
         "stime": int(fields[12]) / tick,
     }
+
+
+# /proc/PID/status lines -> our names; VmRSS is in kB (KiB) there
+STATUS_FIELDS = {
+    "VmRSS": "rss",
+    "voluntary_ctxt_switches": "nvcsw",
+    "nonvoluntary_ctxt_switches": "nivcsw",
+}
+
+
+def proc_status(pid, root="/"):
+    """rss (KiB), nvcsw and nivcsw of another process from /proc/PID/status (whole process)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        raise BadInput(f"pid must be a positive integer, not {pid!r}")
+    try:
+        text = (Path(root) / f"proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        raise ProcessLookupError(f"no process with pid {pid}") from None
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in STATUS_FIELDS:
+            out[STATUS_FIELDS[key]] = int(value.split()[0])
+    out.setdefault("rss", 0)  # a zombie has no VmRSS line: it holds no memory
+    return out

@@ -21,6 +21,7 @@ from ._reasons import Facts, explain
 # What a live widget shows without `events=`: what faulting and scheduling look like, in events
 # that count in the software-only profile too.
 LIVE_EVENTS = ("page-faults", "major-faults", "context-switches", "task-clock")
+MAX_HZ = 30  # what a person can follow; sampling faster only costs the watched process
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,134 @@
+import { describe, expect, it } from "vitest";
+import { latest, toBatch, type KernelCounters, type KernelsReply } from "../src/kernels";
+import { KernelList } from "../src/panel";
+import { KernelStream } from "../src/stream";
+import { KernelStatus } from "../src/statusitem";
+
+const series = [
+  { name: "page-faults", unit: "", source: "sw", reason: "", note: "main thread" },
+  { name: "task-clock", unit: "ns", source: "sw", reason: "<b>seccomp</b> denies it", note: "" },
+  { name: "rss", unit: "KiB", source: "rusage", reason: "", note: "/proc/PID/status VmRSS" },
+];
+
+function kernel(id: string, samples: (number | null)[][]): KernelCounters {
+  return { id, name: "python3", pid: 42, execution_state: "idle", series, samples };
+}
+
+function reply(kernels: KernelCounters[]): KernelsReply {
+  return { version: "0.0.0", now: 9, interval_ms: 100, idle_s: 3, kernels };
+}
+
+describe("kernel replies", () => {
+  it("turn rows into a batch with null as NaN, never 0", () => {
+    const b = toBatch(kernel("a", [[1, 10, null, 2048], [2, 30, null, 4096]]));
+    expect(Array.from(b.times)).toEqual([1, 2]);
+    expect(b.counters).toBe(3);
+    expect(b.values[0]).toBe(10);
+    expect(Number.isNaN(b.values[1])).toBe(true);
+    expect(b.values[5]).toBe(4096);
+  });
+
+  it("know the newest sample time across kernels", () => {
+    expect(latest(reply([kernel("a", [[1, 0, 0, 0]]), kernel("b", [[3, 0, 0, 0]])]))).toBe(3);
+    expect(latest(reply([kernel("a", [])]))).toBeNull();
+  });
+});
+
+describe("KernelList", () => {
+  it("shows one view per kernel with totals, sources and reasons, and drops ended kernels", () => {
+    const list = new KernelList("0.0.0");
+    list.update(reply([kernel("a", [[1, 100, null, 2048]]), kernel("b", [[1, 5, null, 1024]])]), null);
+    list.update(reply([kernel("a", [[2, 65636, null, 264192]]), kernel("b", [])]), null);
+    list.draw();
+    const a = list.root.querySelector('[data-kernel="a"]')!;
+    const pf = a.querySelector('[data-counter="page-faults"]')!;
+    expect(pf.querySelector(".pl-total")!.textContent).toBe("65,636");
+    expect(pf.querySelector(".pl-rate")!.textContent).toBe("65.5k/s");
+    expect(pf.querySelector(".pl-source")!.textContent).toBe("sw");
+    const tc = a.querySelector('[data-counter="task-clock"]')!;
+    expect(tc.querySelector(".pl-total")!.textContent).toBe("n/a");
+    expect(tc.querySelector(".pl-reason")!.textContent).toContain("<b>seccomp</b>");
+    expect(list.root.querySelector("b")).toBeNull(); // text, never HTML
+    expect(a.querySelector("button")).toBeNull(); // the panel has no widget controls
+    list.update(reply([kernel("b", [])]), null);
+    expect(list.root.querySelector('[data-kernel="a"]')).toBeNull();
+    expect(list.root.querySelector('[data-kernel="b"]')).not.toBeNull();
+  });
+
+  it("says why there is nothing to show", () => {
+    const list = new KernelList("0.0.0");
+    list.update(null, "HTTP 403");
+    expect(list.root.textContent).toContain("HTTP 403");
+    list.update(reply([]), null);
+    expect(list.root.textContent).toContain("none of your kernels is running");
+  });
+});
+
+describe("KernelStatus", () => {
+  it("shows the followed kernel's fault rate with its source and its RSS", () => {
+    const s = new KernelStatus();
+    expect(s.text()).toBe("");
+    s.follow("a");
+    s.update(reply([kernel("a", [[0, 0, null, 2048], [0.5, 1000, null, 1536 * 1024]])]));
+    expect(s.text()).toBe("faults 2.0k/s (sw) · RSS 1.5 GiB");
+    s.follow("b");
+    expect(s.text()).toBe("faults n/a · RSS n/a");
+  });
+});
+
+describe("KernelStream", () => {
+  function fakeServer() {
+    const sockets: { query: string; send: (r: KernelsReply) => void; drop: () => void; closed: boolean }[] = [];
+    const connect = (query: string, onMessage: (d: string) => void, onClose: (w: string) => void) => {
+      const s = {
+        query,
+        closed: false,
+        send: (r: KernelsReply) => onMessage(JSON.stringify(r)),
+        drop: () => onClose("the counter stream closed (1006)"),
+      };
+      sockets.push(s);
+      return { close: () => (s.closed = true) };
+    };
+    return { sockets, connect };
+  }
+
+  it("opens one socket for all listeners and closes it when the last one leaves", () => {
+    const server = fakeServer();
+    const stream = new KernelStream(server.connect);
+    stream.configure(100, ["page-faults", "minor-faults"]);
+    const a: number[] = [];
+    const b: number[] = [];
+    const stopA = stream.subscribe((r) => a.push(r!.kernels.length));
+    const stopB = stream.subscribe((r) => b.push(r!.kernels.length));
+    expect(server.sockets.length).toBe(1);
+    expect(server.sockets[0].query).toBe("interval_ms=100&events=page-faults%2Cminor-faults");
+    server.sockets[0].send(reply([kernel("a", [[1, 0, null, 0]])]));
+    expect(a).toEqual([1]);
+    expect(b).toEqual([1]);
+    stopA();
+    expect(stream.connected).toBe(true);
+    stopB();
+    expect(stream.connected).toBe(false);
+    expect(server.sockets[0].closed).toBe(true);
+  });
+
+  it("reconnects with new settings, and after a drop says why and tries again", () => {
+    const server = fakeServer();
+    const timers: (() => void)[] = [];
+    const stream = new KernelStream(server.connect, (cb) => {
+      timers.push(cb);
+      return 0 as unknown as ReturnType<typeof setTimeout>;
+    });
+    const errors: (string | null)[] = [];
+    stream.subscribe((_r, e) => errors.push(e));
+    stream.configure(50, []);
+    expect(server.sockets.length).toBe(2);
+    expect(server.sockets[0].closed).toBe(true);
+    expect(server.sockets[1].query).toBe("interval_ms=50");
+    server.sockets[1].drop();
+    expect(errors).toEqual(["the counter stream closed (1006)"]);
+    expect(stream.connected).toBe(false);
+    timers.shift()!();
+    expect(server.sockets.length).toBe(3);
+  });
+});
