@@ -87,13 +87,20 @@ def _summarise(mode, regions, raw, p, facts):
     per_round = p["threads"] * p["records"]
     records = per_round * len(rounds)
     m = Measured(mode)
-    rates = [per_round / r["elapsed"].value for r in rounds]
+    # the C loop ran rounds until the fastest agreed: noise only slows a round, so the fastest
+    # round is the rate the code achieves, and the spread says how well it was pinned down
+    rates = sorted((per_round / r["elapsed"].value for r in rounds), reverse=True)
     for name, value in (
-        ("records_per_s", statistics.median(rates)),
-        ("records_per_s_min", min(rates)),
-        ("records_per_s_max", max(rates)),
+        ("records_per_s", rates[0]),
+        ("records_per_s_median", statistics.median(rates)),
+        ("records_per_s_min", rates[-1]),
     ):
         m.add(Reading(name, round(value), "clock", "1/s"))
+    m.add(Reading("rounds", len(rounds), "clock"))
+    # how far apart the fastest few rounds lie (the C loop's measure; < 0: too few rounds)
+    spread = next(v["value"] for v in raw["values"] if v["label"] == "rounds")
+    if spread >= 0:
+        m.add(Reading("rate_spread", spread, "clock"))
     faults = m.add(_total([r["page-faults"] for r in rounds], "page-faults"))
     m.add(per(faults, records, "faults_per_record"))
     if len(rounds) > 1:  # after the first round: the steady state, once allocators warmed up
@@ -234,15 +241,23 @@ def _faster(by, storms, fixes):
     def rate(mode):
         return by[mode]["records_per_s"].value
 
-    # the slowest fix against the fastest storm, each the median of its rounds
+    def spread(mode):
+        r = by[mode].metrics.get("rate_spread")
+        return "unsettled" if r is None else f"{r.value:.1%}"
+
+    # the slowest fix against the fastest storm, each its fastest round
     holds = min(rate(f) for f in fixes) > max(rate(s) for s in storms)
     shown = ", ".join(f"{x} {rate(x):,.0f}" for x in fixes + storms)
+    spreads = ", ".join(
+        f"{x} {int(by[x]['rounds'].value)} rounds, {spread(x)}" for x in fixes + storms
+    )
     cpu = ", ".join(f"{x} {by[x]['cpu_us_per_record'].value:,.0f}" for x in fixes + storms)
     return Claim(
         "fix-raises-throughput",
         text,
         holds,
-        f"median records/s: {shown} (clock); CPU us per record: {cpu} (rusage)",
+        f"records/s of the fastest round: {shown} (clock; rounds until the fastest few agreed: "
+        f"{spreads}); CPU us per record: {cpu} (rusage)",
     )
 
 
