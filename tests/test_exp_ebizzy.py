@@ -12,7 +12,9 @@ import pagelab
 from helpers import run_blocked
 from pagelab import _environment as env
 from pagelab import _native, _worker
+from pagelab._counters import Reading
 from pagelab._native import ffi, lib
+from pagelab._results import Measured
 from pagelab.experiments import ebizzy
 
 # Small but real: 64-page buffers, rounds of 20 records per thread (repeated until the fastest
@@ -248,3 +250,30 @@ def test_blocked_profile_falls_back_to_rusage(tools_dir, pagelab_cmd):
     assert not any(": " in label for label in modes), "no profile sites without sampling"
     note = next(n for n in doc["notes"] if "fault sampling not available here" in n)
     assert "EACCES" in note and "rusage minflt per mode: malloc" in note
+
+
+def _rates(**fastest):
+    """Modes measured as made-up fastest-round rates (records/s)."""
+    by = {}
+    for mode, rate in fastest.items():
+        m = Measured(mode.replace("_", "-"))
+        m.add(Reading("records_per_s", rate, "clock", "1/s"))
+        m.add(Reading("rounds", 5, "clock"))
+        m.add(Reading("rate_spread", 0.02, "clock"))
+        m.add(Reading("cpu_us_per_record", 1e6 / rate, "rusage", "us"))
+        by[m.label] = m
+    return by
+
+
+def test_throughput_verdict_on_made_up_rates():
+    """The slowest fix must beat the fastest storm: a fix that loses to either storm fails, and
+    without a fix to compare the claim says which mode is missing."""
+    storms, fixes = ["mmap", "malloc-fixed"], ["pool", "tuned"]
+    ok = ebizzy._faster(_rates(pool=9000, tuned=40000, mmap=1200, malloc_fixed=1000), storms, fixes)
+    assert ok.holds is True and "records/s of the fastest round" in ok.evidence
+    assert "5 rounds, 2.0%" in ok.evidence
+    # adversarial: one fix no faster than the better storm
+    slow = _rates(pool=1100, tuned=40000, mmap=1200, malloc_fixed=1000)
+    assert ebizzy._faster(slow, storms, fixes).holds is False
+    alone = ebizzy._faster(_rates(mmap=1200), ["mmap"], [])
+    assert alone.holds is None and "pool or tuned" in alone.reason

@@ -8,9 +8,7 @@ import textwrap
 
 import pytest
 
-from helpers import run
-
-NOBODY = 65534
+from helpers import NOBODY, run
 
 
 def test_doctor_under_seccomp_is_blocked(tools_dir, pagelab_cmd):

@@ -3,7 +3,7 @@
  * a record gets its buffer decides whether it faults fresh zeroed pages every time:
  *   malloc        glibc's defaults (a dynamic mmap threshold, see docs/experiments/ebizzy.md)
  *   malloc-fixed  M_MMAP_THRESHOLD pinned at its 128 KiB default: big buffers are mmapped and
- *                 munmapped on every record, as in the seed story
+ *                 munmapped on every record, as in the ebizzy analysis
  *   mmap          mmap/munmap per record: always fresh pages
  *   pool          one buffer per thread, reused
  *   tuned         mallopt: buffers stay below the mmap threshold and the heap is not trimmed

@@ -104,7 +104,7 @@ def _print_progress(text):
 
 def run(name, *, sim=None, timeout=None, progress=_print_progress, **params):
     """Run experiment ``name`` with ``params`` (see ``pagelab.parameters(name)``) and return its
-    Result: labelled measurements and the seed claims evaluated on them.
+    Result: labelled measurements and the claims evaluated on them.
 
     ``sim``: True also runs the simulated build of the workload (where one exists), False never
     does, None (the default) does where the hardware cannot count caches and TLBs (the

@@ -113,20 +113,13 @@ def _summarise(mode, regions, raw, p, facts):
 
     prof = {v["name"]: v["value"] for v in raw["values"] if v["label"] == "profile"}
     why = _profile_failure(prof, facts)
-    for name, key in (("samples", "samples"), ("lost", "lost"), ("distinct_pages", "pages")):
-        if why:
+    if why:  # every profile reading is there, unavailable with the reason
+        for name in ("samples", "lost", "distinct_pages", "undelivered"):
             m.add(Reading(f"profile_{name}", None, "sw", reason=why))
-        else:
-            m.add(
-                Reading(
-                    f"profile_{name}",
-                    int(prof[key]),
-                    "sw",
-                    kernel_excluded=bool(prof["kernel_excluded"]),
-                )
-            )
-    if why:
         return m, []
+    excluded = bool(prof["kernel_excluded"])
+    for name, key in (("samples", "samples"), ("lost", "lost"), ("distinct_pages", "pages")):
+        m.add(Reading(f"profile_{name}", int(prof[key]), "sw", kernel_excluded=excluded))
     m.add(Reading("profile_undelivered", int(prof["counted"] - prof["samples"]), "sw"))
     total = prof["samples"] or 1
     sites = []
@@ -200,7 +193,7 @@ def _fresh(by, storms, pages):
         return Claim("fresh-buffers-fault", text, None, reason=why)
     if why := next(filter(None, (unavailable(_fpr(by, s)) for s in storms)), None):
         return Claim("fresh-buffers-fault", text, None, reason=why)
-    # each page of a fresh mapping faults once per record: 0.9 x pages is the seed's bar
+    # each page of a fresh mapping faults once per record: 0.9 x pages leaves room for rounding
     holds = all(_fpr(by, s).best >= 0.9 * pages for s in storms)
     shown = ", ".join(f"{s} {_fpr(by, s).best:,.1f}" for s in storms)
     return Claim(
@@ -212,7 +205,9 @@ def _fresh(by, storms, pages):
 
 
 def _fewer(by, storms, fixes):
-    text = "pooling or malloc tuning cuts page faults at least 10x (seed threshold)"
+    text = (
+        "pooling or malloc tuning cuts page faults at least 10x (a reused buffer faults only once)"
+    )
     if why := _missing(by, fixes):
         return Claim("fix-cuts-faults", text, None, reason=why)
     if why := next(filter(None, (unavailable(_fpr(by, s)) for s in storms + fixes)), None):
