@@ -37,13 +37,46 @@ void pl_out_value(struct pl_out *o, const char *label, const char *name, double 
     copy(d->source, sizeof d->source, source);
 }
 
-void pl_out_printf(struct pl_out *o, const char *fmt, ...)
+static struct pl_out_fact *fact(struct pl_out *o, const char *label, const char *name, int kind)
 {
-    size_t used = strlen(o->text);
+    if (o->nfacts >= PL_OUT_MAX_FACTS) {
+        o->overflow = 1;
+        return NULL;
+    }
+    struct pl_out_fact *d = &o->fact[o->nfacts];
+    copy(d->label, sizeof d->label, label);
+    copy(d->name, sizeof d->name, name);
+    d->kind = kind;
+    return d;
+}
+
+void pl_out_number(struct pl_out *o, const char *label, const char *name, uint64_t number)
+{
+    struct pl_out_fact *d = fact(o, label, name, PL_FACT_NUMBER);
+    if (d) {
+        d->number = number;
+        o->nfacts++;
+    }
+}
+
+void pl_out_text(struct pl_out *o, const char *label, const char *name, const char *fmt, ...)
+{
+    struct pl_out_fact *d = fact(o, label, name, PL_FACT_TEXT);
+    if (!d)
+        return;
+    size_t room = sizeof o->text - o->text_used;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(o->text + used, sizeof o->text - used, fmt, ap);
+    int n = vsnprintf(o->text + o->text_used, room, fmt, ap);
     va_end(ap);
+    if (n < 0 || (size_t)n >= room) { /* a cut text would be a wrong one: drop it */
+        o->text[o->text_used] = '\0';
+        o->overflow = 1;
+        return;
+    }
+    d->text = o->text_used;
+    o->text_used += (uint32_t)n + 1;
+    o->nfacts++;
 }
 
 int pl_out_fail(struct pl_out *o, int err, const char *fmt, ...)

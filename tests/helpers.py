@@ -5,6 +5,10 @@ import os
 import subprocess
 from pathlib import Path
 
+import jsonschema
+
+import pagelab
+
 ROOT = Path(__file__).resolve().parents[1]
 NOBODY = 65534  # uid and gid of the unprivileged user the profile tests run as
 # The flags every C file in csrc/ must compile cleanly with (see STYLE.md).
@@ -26,6 +30,17 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
+def json_document(text, kind):
+    """Parse one `--json` document and validate it against the package's JSON Schema: the
+    definition of its ``kind`` (doctor, result, run_all, stat, sim_trace, cachelab) and the whole
+    schema. Raises jsonschema.ValidationError naming the first place it breaks."""
+    schema = pagelab.json_schema()
+    doc = json.loads(text)
+    jsonschema.validate(doc, {"$defs": schema["$defs"], "$ref": f"#/$defs/{kind}"})
+    jsonschema.validate(doc, schema)
+    return doc
+
+
 def fd_count():
     return len(os.listdir("/proc/self/fd"))
 
@@ -36,7 +51,7 @@ def run_blocked(tools_dir, pagelab_cmd, experiment, **params):
     sets = [a for k, v in params.items() for a in ("--set", f"{k}={v}")]
     p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "run", experiment, "--json", *sets])
     assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    doc = json_document(p.stdout, "result")
     assert doc["environment"]["profile"] == "blocked"
     return doc
 

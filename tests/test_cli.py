@@ -1,10 +1,8 @@
 """Every CLI verb: bad input exits 2 with exactly one clear line and runs nothing."""
 
-import json
-
 import pytest
 
-from helpers import run
+from helpers import json_document, run
 
 
 @pytest.mark.parametrize(
@@ -36,7 +34,7 @@ def test_doctor_json_is_one_document(pagelab_cmd):
     """doctor --json prints exactly one JSON document with the profile and every event."""
     p = run(pagelab_cmd + ["doctor", "--json"])
     assert p.returncode == 0
-    doc = json.loads(p.stdout)
+    doc = json_document(p.stdout, "doctor")
     assert doc["profile"] in ("full", "software-only", "blocked")
     assert len(doc["events"]) == 22
     assert all(e["available"] or (e["reason"] and e["fix"]) for e in doc["events"])
@@ -53,7 +51,7 @@ def test_doctor_text_names_profile_and_fixes(pagelab_cmd):
 
 def test_doctor_on_this_machine_matches_its_profile(pagelab_cmd):
     """Here (a VM without PMU): software-only, sw page-faults, dTLB misses stopped by no PMU."""
-    doc = json.loads(run(pagelab_cmd + ["doctor", "--json"]).stdout)
+    doc = json_document(run(pagelab_cmd + ["doctor", "--json"]).stdout, "doctor")
     if doc["profile"] != "software-only":
         pytest.skip(f"this machine's profile is {doc['profile']}, not software-only")
     ev = {e["name"]: e for e in doc["events"]}

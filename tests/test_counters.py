@@ -7,9 +7,10 @@ import pytest
 
 import pagelab
 from pagelab import _counters
-from pagelab._counters import Counts, EventStatus, Reading, readings
+from pagelab._counters import Counts, EventStatus, readings
 from pagelab._doctor import profile
 from pagelab._events import event
+from pagelab._reading import Reading
 from pagelab._reasons import Facts
 
 PAGE = 4096

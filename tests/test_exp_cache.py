@@ -7,7 +7,7 @@ import pytest
 
 import pagelab
 from helpers import CFLAGS, ROOT, fd_count, run_blocked
-from pagelab._counters import Reading
+from pagelab._reading import Reading
 from pagelab._results import Measured
 from pagelab.experiments import _hw_or_sim, cache
 

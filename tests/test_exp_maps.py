@@ -264,11 +264,9 @@ def test_malloc_in_a_fixed_address_program_is_its_plt_entry(tmp_path, e_type, ho
     program's own PLT entry: accepted there, and only there (a PIE program points into libc)."""
     prog = tmp_path / "prog"
     prog.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(9) + e_type.to_bytes(2, "little"))
-    text = (
-        f"00400000-00401000 r-xp 00000000 fe:00 1                          {prog}\n"
-        + exp.TRAILER_MARK
-        + f"object 400100 C library function\nexe {prog}\npersonality 0\ntruncated 0\n"
-    )
-    claim = exp._objects([exp.snapshot(text)])
+    maps = f"00400000-00401000 r-xp 00000000 fe:00 1                          {prog}\n"
+    process = {"maps": maps, "exe": str(prog), "personality": 0, "truncated": 0}
+    facts = {"process": process, "object": {"C library function": 0x400100}}
+    claim = exp._objects([exp.snapshot(facts)])
     assert claim.holds is holds, claim
     assert ("PLT entry" in claim.evidence) is holds

@@ -9,6 +9,7 @@ import pytest
 import pagelab
 from helpers import run, run_blocked
 from pagelab import BadInput, BudgetExceeded
+from pagelab._scratch import ENV, MEMORY_FS, choose, filesystem_type
 from pagelab.experiments import mmap_modes as exp
 
 SIZE_MB = 8
@@ -17,10 +18,10 @@ BLOCKS = SIZE_MB * 2048  # 512-byte blocks in the file
 
 
 def _block_backed_tmp():
-    d, kind = exp.choose_directory(SIZE_MB << 20)
-    if kind in exp.MEMORY_FS:
-        pytest.skip(f"no block-backed scratch directory here (only {kind} at {d})")
-    return d
+    s = choose(SIZE_MB << 20, "mmap-modes")
+    if not s.disk_backed:
+        pytest.skip(f"no block-backed scratch directory here (only {s.fs_type} at {s.path})")
+    return s.path
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +82,7 @@ def test_figure_has_four_panels_by_phase(result):
 
 def test_rusage_blocks_are_512_bytes_here(tmp_path):
     """getrusage's oublock counts 512-byte units: writing and syncing 1 MiB costs 2048 more."""
-    if exp.filesystem_type(tmp_path) in exp.MEMORY_FS:
+    if filesystem_type(tmp_path) in MEMORY_FS:
         pytest.skip(f"{tmp_path} is on a memory filesystem: nothing is written back")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_oublock
     fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT, 0o600)
@@ -96,11 +97,11 @@ def test_rusage_blocks_are_512_bytes_here(tmp_path):
 
 def test_nothing_is_left_in_the_scratch_directory(tmp_path, pagelab_cmd):
     """The file is an unnamed O_TMPFILE: the directory it was made in stays empty."""
-    if exp.filesystem_type(tmp_path) in exp.MEMORY_FS:
+    if filesystem_type(tmp_path) in MEMORY_FS:
         pytest.skip(f"{tmp_path} is on a memory filesystem")
     p = run(
         [*pagelab_cmd, "run", "mmap-modes", "--set", "size_mb=1", "--json"],
-        env={**os.environ, exp.SCRATCH_ENV: str(tmp_path)},
+        env={**os.environ, ENV: str(tmp_path)},
     )
     assert p.returncode == 0, p.stderr
     assert str(tmp_path) in " ".join(json.loads(p.stdout)["notes"])
@@ -109,11 +110,11 @@ def test_nothing_is_left_in_the_scratch_directory(tmp_path, pagelab_cmd):
 
 def test_memory_filesystem_marks_disk_claims_not_evaluated(pagelab_cmd):
     """On tmpfs there is no writeback: the disk claims say so; the populate claim still holds."""
-    if exp.filesystem_type("/dev/shm") != "tmpfs" or not os.access("/dev/shm", os.W_OK):
+    if filesystem_type("/dev/shm") != "tmpfs" or not os.access("/dev/shm", os.W_OK):
         pytest.skip("/dev/shm is not a writable tmpfs here")
     p = run(
         [*pagelab_cmd, "run", "mmap-modes", "--set", "size_mb=2", "--json"],
-        env={**os.environ, exp.SCRATCH_ENV: "/dev/shm"},
+        env={**os.environ, ENV: "/dev/shm"},
     )
     assert p.returncode == 0, p.stderr
     claims = {c["id"]: c for c in json.loads(p.stdout)["claims"]}
@@ -132,38 +133,6 @@ def test_blocked_profile_falls_back_to_rusage(tools_dir, pagelab_cmd):
     pf = write["page-faults"]
     assert pf["value"] is None and "seccomp" in pf["reason"]
     assert pf["fallback"]["source"] == "rusage" and pf["fallback"]["value"] >= PAGES
-
-
-def test_filesystem_type_reads_mountinfo(tmp_path):
-    """The deepest mount holding a path names its type; octal escapes in mount points work."""
-    (tmp_path / "proc/self").mkdir(parents=True)
-    (tmp_path / "proc/self/mountinfo").write_text(
-        "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
-        "30 22 0:26 / /dev/shm rw - tmpfs tmpfs rw\n"
-        "31 22 0:27 / /mnt/my\\040disk rw - xfs /dev/vdb rw\n"
-        "32 22 0:28 / /mnt/daten-\u00fc rw - btrfs /dev/vdc rw\n",
-        encoding="utf-8",
-    )
-    assert exp.filesystem_type("/dev/shm/x", root=tmp_path) == "tmpfs"
-    assert exp.filesystem_type("/mnt/my disk/f", root=tmp_path) == "xfs"
-    assert exp.filesystem_type("/mnt/other", root=tmp_path) == "ext4"
-    assert exp.filesystem_type("/mnt/daten-\u00fc/f", root=tmp_path) == "btrfs"
-    assert exp.filesystem_type("/", root=tmp_path / "nowhere") is None
-
-
-def test_choose_directory_prefers_disk_and_refuses_when_full(tmp_path):
-    """A block-backed candidate wins over tmpfs; a file too big for the free space is
-    BadInput; no writable candidate is BadInput naming the variable to set."""
-    if exp.filesystem_type(tmp_path) in exp.MEMORY_FS:
-        pytest.skip(f"{tmp_path} is on a memory filesystem")
-    if exp.filesystem_type("/dev/shm") == "tmpfs" and os.access("/dev/shm", os.W_OK):
-        assert exp.choose_directory(1 << 20, ["/dev/shm", str(tmp_path)])[0] == str(tmp_path)
-        assert exp.choose_directory(1 << 20, ["/dev/shm"]) == ("/dev/shm", "tmpfs")
-    free = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
-    with pytest.raises(BadInput, match="at most 1/2 of the free disk"):
-        exp.choose_directory(free, [str(tmp_path)])
-    with pytest.raises(BadInput, match=exp.SCRATCH_ENV):
-        exp.choose_directory(1 << 20, [str(tmp_path / "missing")])
 
 
 @pytest.mark.parametrize(

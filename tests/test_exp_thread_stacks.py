@@ -11,8 +11,8 @@ import pytest
 
 import pagelab
 from helpers import run, run_blocked
-from pagelab._counters import Reading
 from pagelab._errors import BadInput
+from pagelab._reading import Reading
 from pagelab._results import Measured
 from pagelab._run import Context
 from pagelab._workloads import validate

@@ -2,13 +2,12 @@
 "not evaluated" with a reason naming the cause: the contract the chapters' checked cells (the
 same text everywhere) and unchecked cells (verdicts with their reasons) rest on."""
 
-import json
-
 import pytest
 
-from helpers import run, run_as_nobody
+from helpers import json_document, run, run_as_nobody
 from pagelab import _environment as env
-from pagelab.experiments import latency, mmap_modes
+from pagelab import _scratch
+from pagelab.experiments import latency
 
 # Small but real runs: every experiment, each with its claims complete.
 RUNS = {
@@ -66,7 +65,7 @@ def expected(claim_id, profile):
         return "transparent huge pages"
     if claim_id == "anon-pageout-needs-swap" and env.swap_total():
         return "swap"
-    if claim_id in DISK and mmap_modes.choose_directory(8 << 20)[1] in mmap_modes.MEMORY_FS:
+    if claim_id in DISK and not _scratch.choose(8 << 20, "mmap-modes").disk_backed:
         return "tmpfs"
     if claim_id.startswith("latency-knee-"):  # 8x L1d brackets the L1d only
         return "judged" if claim_id == "latency-knee-l1d" else "does not reach"
@@ -95,7 +94,7 @@ def test_claims_as_root(pagelab_cmd):
     for experiment in RUNS:
         p = run([*pagelab_cmd, *_args(experiment)], timeout=300)
         assert p.returncode == 0, p.stderr
-        docs.append(json.loads(p.stdout))
+        docs.append(json_document(p.stdout, "result"))
     _check("root", docs)
 
 
@@ -107,7 +106,7 @@ def test_claims_blocked(tools_dir, pagelab_cmd):
     for experiment in RUNS:
         p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, *_args(experiment)], timeout=300)
         assert p.returncode == 0, p.stderr
-        docs.append(json.loads(p.stdout))
+        docs.append(json_document(p.stdout, "result"))
     _check("blocked", docs)
 
 
@@ -120,5 +119,5 @@ def test_claims_unprivileged(nobody_python):
     for experiment in RUNS:
         p = run_as_nobody(python, home, ["-m", "pagelab", *_args(experiment)], timeout=300)
         assert p.returncode == 0, p.stderr
-        docs.append(json.loads(p.stdout))
+        docs.append(json_document(p.stdout, "result"))
     _check("unprivileged", docs)

@@ -1,6 +1,5 @@
 """The blocked and unprivileged profiles, produced for real: a seccomp filter and a uid drop."""
 
-import json
 import os
 import subprocess
 import sys
@@ -8,14 +7,14 @@ import textwrap
 
 import pytest
 
-from helpers import NOBODY, run
+from helpers import NOBODY, json_document, run
 
 
 def test_doctor_under_seccomp_is_blocked(tools_dir, pagelab_cmd):
     """Under a seccomp filter denying perf_event_open, doctor says blocked and names seccomp."""
     p = run([str(tools_dir / "pl-noperf"), *pagelab_cmd, "doctor", "--json"])
     assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    doc = json_document(p.stdout, "doctor")
     assert doc["profile"] == "blocked"
     assert doc["environment"]["seccomp"] == "filter"
     pf = next(e for e in doc["events"] if e["name"] == "page-faults")
@@ -39,7 +38,7 @@ def test_stat_under_seccomp_falls_back_to_rusage(tools_dir, pagelab_cmd):
         ]
     )
     assert p.returncode == 0, p.stderr
-    pf = json.loads(p.stdout)["measurements"][0]["metrics"]["page-faults"]
+    pf = json_document(p.stdout, "stat")["measurements"][0]["metrics"]["page-faults"]
     assert pf["value"] is None and "seccomp" in pf["reason"]
     assert pf["fallback"]["source"] == "rusage" and pf["fallback"]["value"] >= 64 << 8
 
@@ -75,7 +74,7 @@ def test_doctor_unprivileged_gets_software_events_user_space_only():
         paranoid = int(f.read())
     p = as_nobody(["doctor", "--json"])
     assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    doc = json_document(p.stdout, "doctor")
     assert doc["environment"]["uid"] == NOBODY and doc["environment"]["cap_perfmon"] is False
     pf = next(e for e in doc["events"] if e["name"] == "page-faults")
     if paranoid > 2:
@@ -93,6 +92,6 @@ def test_stat_unprivileged_counts_user_faults(tools_dir):
             pytest.skip("this check is for perf_event_paranoid=2, the common distribution default")
     p = as_nobody(["stat", "-e", "page-faults", "--json", "--", str(tools_dir / "pl-touch"), "64"])
     assert p.returncode == 0, p.stderr
-    pf = json.loads(p.stdout)["measurements"][0]["metrics"]["page-faults"]
+    pf = json_document(p.stdout, "stat")["measurements"][0]["metrics"]["page-faults"]
     assert pf["source"] == "sw" and pf["kernel_excluded"] is True
     assert pf["value"] >= 64 << 8

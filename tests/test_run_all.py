@@ -1,11 +1,9 @@
 """`pagelab run all`: every experiment with its defaults, in the normal and the blocked profile."""
 
-import json
-
 import pytest
 
 import pagelab
-from helpers import run
+from helpers import json_document, run
 
 SOURCES = {"hw", "sw", "rusage", "sim", "clock"}
 
@@ -31,7 +29,7 @@ def test_run_all_covers_every_experiment_with_labelled_results(tools_dir, pagela
     prefix = [str(tools_dir / "pl-noperf")] if blocked else []
     p = run(prefix + pagelab_cmd + ["run", "all", "--json"], timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
-    doc = json.loads(p.stdout)
+    doc = json_document(p.stdout, "run_all")
     check_document(doc)
     assert doc["environment"]["profile"] == ("blocked" if blocked else pagelab.doctor().profile)
     if blocked:

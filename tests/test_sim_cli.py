@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from helpers import run
+from helpers import json_document, run
 
 TRACE = "==7== Lackey\nI  400000,4\n L 0,8\n S 40,8\n M 80,4\n L 1000,8\n L 0,8\n"
 SMALL = ["--l1", "1K:2:64", "--l2", "none", "--llc", "none", "--tlb", "4:4", "--stlb", "none"]
@@ -36,7 +36,7 @@ def test_json_is_one_document_with_every_count_labelled_sim(pagelab_cmd, trace):
     """--json prints one document; every metric says source 'sim'; geometry is included."""
     r = sim_trace(pagelab_cmd, trace, *SMALL, "--json")
     assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+    doc = json_document(r.stdout, "sim_trace")
     assert doc["params"]["config"]["levels"]["L1D"] == {
         "size": 1024,
         "ways": 2,
@@ -69,7 +69,7 @@ def test_config_file_and_options_combine(pagelab_cmd, trace, tmp_path):
     )
     r = sim_trace(pagelab_cmd, trace, "--config", cfg, "--l1", "512:2:64", "--json")
     assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+    doc = json_document(r.stdout, "sim_trace")
     assert doc["params"]["config"]["policy"] == "fifo"
     assert doc["params"]["config"]["levels"] == {
         "L1D": {"size": 512, "ways": 2, "line": 64, "sets": 4, "origin": "option"}
@@ -82,7 +82,7 @@ def test_cachelab_json(pagelab_cmd, trace):
     -s 1 -E 1 -b 4: blocks 0, 4, 8, 0x100 and 0 all land in set 0, so every access misses
     except M's store; each miss after the first evicts."""
     r = sim_trace(pagelab_cmd, trace, "-s", "1", "-E", "1", "-b", "4", "--json")
-    doc = json.loads(r.stdout)
+    doc = json_document(r.stdout, "cachelab")
     assert {k: v["value"] for k, v in doc["measurements"][0]["metrics"].items()} == {
         "hits": 1,
         "misses": 5,

@@ -1,12 +1,11 @@
 """`pagelab stat`: a child command counted from its exec, checked against perf stat."""
 
-import json
 import re
 import shutil
 
 import pytest
 
-from helpers import run
+from helpers import json_document, run
 from pagelab._doctor import profile
 
 MIB = 64
@@ -24,7 +23,7 @@ def test_stat_counts_first_touch_faults_like_perf(sw_events, tools_dir, pagelab_
     touch = str(tools_dir / "pl-touch")
     p = run(pagelab_cmd + ["stat", "-e", "page-faults", "--json", "--", touch, str(MIB)])
     assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    doc = json_document(p.stdout, "stat")
     pf = doc["measurements"][0]["metrics"]["page-faults"]
     assert pf["source"] == "sw" and pf["value"] >= PAGES
     if shutil.which("perf") is None:
@@ -39,7 +38,7 @@ def test_stat_json_contract(sw_events, pagelab_cmd):
     """--json prints one document with params, environment, labelled metrics and the exit status."""
     p = run(pagelab_cmd + ["stat", "--json", "--", "sh", "-c", "echo hi; exit 3"])
     assert p.returncode == 3
-    doc = json.loads(p.stdout)  # the command's own output went to stderr, not into the JSON
+    doc = json_document(p.stdout, "stat")  # the command's own output went to stderr
     assert "hi" in p.stderr
     assert doc["exit_status"] == 3
     assert doc["params"]["command"] == ["sh", "-c", "echo hi; exit 3"]
@@ -66,5 +65,5 @@ def test_stat_counts_threads_and_children(sw_events, tools_dir, pagelab_cmd):
     """Counting is inherited: faults of a grandchild process are included."""
     touch = str(tools_dir / "pl-touch")
     p = run(pagelab_cmd + ["stat", "-e", "page-faults", "--json", "--", "sh", "-c", f"{touch} 16"])
-    doc = json.loads(p.stdout)
+    doc = json_document(p.stdout, "stat")
     assert doc["measurements"][0]["metrics"]["page-faults"]["value"] >= 16 << 8

@@ -2,7 +2,9 @@
 #ifndef PAGELAB_H
 #define PAGELAB_H
 
+#include <linux/capability.h>
 #include <linux/perf_event.h>
+#include <sys/personality.h>
 
 #include "pl_counters.h"
 #include "pl_cpuid.h"

@@ -17,9 +17,7 @@
 #include "pl_access.h"
 #include "pl_workloads.h"
 
-#define CACHE_LINE                                                                                 \
-    64 /* the lab write-up's CACHE_LINE_SIZE: the line of x86-64 and most arm64 cores */
-#define CACHE_PAGE 4096u /* base page: prefaulting touches each one once */
+#define CACHE_LINE PL_CACHE_LINE /* the lab write-up's CACHE_LINE_SIZE */
 
 enum {
     CACHE_P_SIZE_MB,
@@ -106,7 +104,7 @@ int PL_NAME(pl_cache_run)(struct pl_ctx *c)
         return pl_out_fail(c->out, err, "madvise(MADV_NOHUGEPAGE) failed");
     }
     w.buf = buf;
-    for (size_t off = 0; off < len; off += CACHE_PAGE)
+    for (size_t off = 0; off < len; off += PL_PAGE)
         w.buf[off] = 0; /* prefault outside the regions, unseen by the simulator */
     uint64_t seed = (uint64_t)c->param[CACHE_P_SEED];
     cache_measure(c, "sequential", &w, 0, seed);

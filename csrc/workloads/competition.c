@@ -10,12 +10,10 @@
  * Competition part: the victim cycles over its file-backed and anonymous memory, first alone,
  * then while a forked competitor cycles over a bounded amount of anonymous memory of its own.
  *
- * Facts Python needs besides the numbers (where the file lives, which eviction path ran) are
- * written to out->text as key=value lines. */
+ * Facts Python needs besides the numbers (how the file was made, which eviction path ran, the
+ * errno of a MADV_PAGEOUT that failed) are recorded as typed facts. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -27,7 +25,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,9 +35,8 @@
 #define MADV_PAGEOUT 21 /* Linux 5.4; older headers lack the name, older kernels say EINVAL */
 #endif
 
-/* The file is written in 1 MiB writes: few syscalls, small buffer. */
-#define WRITE_CHUNK (1u << 20)
-#define SLICES 20             /* time slices per competition phase: the per-cycle timeline */
+#define WRITE_CHUNK PL_COMPETITION_WRITE_CHUNK /* few syscalls, a small buffer */
+#define SLICES PL_COMPETITION_SLICES
 #define STOP_CHECK_PAGES 4096 /* the competitor looks for "stop" every 16 MiB it touches */
 
 enum { P_SIZE_MB, P_COMPETITOR_MB, P_SECONDS, P_EVICT, P_READAHEAD, NPARAMS };
@@ -58,10 +54,6 @@ static const struct pl_param params[NPARAMS] = {
      "MADV_NORMAL (readahead) or MADV_RANDOM (one page per fault) on the file mapping"},
 };
 
-/* Scratch directories tried in order; the file is nameless (O_TMPFILE), so nothing is left
- * behind even if the worker is killed. "." (the caller's directory) is the last resort. */
-static const char *const scratch_dirs[] = {"/var/tmp", "/tmp", "."};
-
 struct victim {
     int fd;
     size_t len, page, pages;
@@ -77,96 +69,16 @@ static double seconds_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-/* Filesystems whose pages live only in memory: nothing to evict them to without swap. */
-static int memory_only_fs(long type)
-{
-    return type == TMPFS_MAGIC || type == RAMFS_MAGIC;
-}
-
-/* A file without a name in dir; *named says whether it had one for a moment (no O_TMPFILE). */
-static int open_nameless(const char *dir, int *named)
-{
-    *named = 0;
-    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
-        return fd;
-    *named = 1;
-    /* no O_TMPFILE on this filesystem: a named file, unlinked at once */
-    char path[4096];
-    snprintf(path, sizeof path, "%s/pagelab-competition-XXXXXX", dir);
-    fd = mkostemp(path, O_CLOEXEC);
-    if (fd >= 0 && unlink(path) != 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    return fd;
-}
-
-/* dir as an absolute path for the report ("." means little to a reader), in buf */
-static const char *where(const char *dir, char buf[PATH_MAX])
-{
-    if (!realpath(dir, buf))
-        snprintf(buf, PATH_MAX, "%s", dir);
-    return buf;
-}
-
-/* The first scratch directory on a disk-backed filesystem; else the last one that worked, so
- * the run still happens and Python reports the eviction claims as not evaluated. The user's
- * $PAGELAB_SCRATCH, when set, is the only candidate (as for mmap-modes). */
+/* The victim's file: nameless, in the working directory the Python side chose for it (on a
+ * disk-backed filesystem where there is one; pylib/pagelab/_scratch.py). */
 static int open_scratch(struct pl_ctx *c, struct victim *v)
 {
-    const char *scratch = getenv("PAGELAB_SCRATCH"), *tmpdir = getenv("TMPDIR");
-    const char *dirs[1 + sizeof scratch_dirs / sizeof scratch_dirs[0]];
-    int n = 0;
-    if (scratch && *scratch) {
-        dirs[n++] = scratch;
-    } else {
-        if (tmpdir && *tmpdir)
-            dirs[n++] = tmpdir;
-        for (size_t i = 0; i < sizeof scratch_dirs / sizeof scratch_dirs[0]; i++)
-            dirs[n++] = scratch_dirs[i];
-    }
-    int fallback = -1, err = ENOENT;
-    char fallback_dir[PATH_MAX] = "";
-    long fallback_type = 0;
-    for (int i = 0; i < n; i++) {
-        int named;
-        int fd = open_nameless(dirs[i], &named);
-        struct statfs sf;
-        if (fd < 0 || fstatfs(fd, &sf) != 0) {
-            err = errno;
-            if (fd >= 0)
-                close(fd);
-            continue;
-        }
-        if (memory_only_fs((long)sf.f_type)) {
-            char dir[PATH_MAX];
-            pl_out_printf(c->out, "file_skipped=%s 0x%lx\n", where(dirs[i], dir), (long)sf.f_type);
-            if (fallback >= 0)
-                close(fallback);
-            fallback = fd;
-            fallback_type = (long)sf.f_type;
-            where(dirs[i], fallback_dir);
-            continue;
-        }
-        if (fallback >= 0)
-            close(fallback);
-        v->fd = fd;
-        pl_out_printf(c->out, "file_how=%s\n", named ? "unlinked" : "O_TMPFILE");
-        char dir[PATH_MAX];
-        pl_out_printf(c->out, "file_dir=%s\nfile_fs_type=0x%lx\nfile_block_backed=1\n",
-                      where(dirs[i], dir), (long)sf.f_type);
-        return 0;
-    }
-    if (fallback < 0)
-        return pl_out_fail(c->out, -err,
-                           "cannot create a scratch file in TMPDIR, /var/tmp, "
-                           "/tmp or the current directory");
-    v->fd = fallback;
-    pl_out_printf(c->out, "file_dir=%s\nfile_fs_type=0x%lx\nfile_block_backed=0\n", fallback_dir,
-                  fallback_type);
+    int named;
+    v->fd = pl_scratch_file("competition", &named);
+    if (v->fd < 0)
+        return pl_out_fail(c->out, -errno,
+                           "cannot create the victim's file in the scratch directory");
+    pl_out_text(c->out, "file", "how", "%s", named ? "unlinked" : "O_TMPFILE");
     return 0;
 }
 
@@ -198,7 +110,7 @@ static int fill_file(struct pl_ctx *c, struct victim *v)
         pl_out_region(c->out, "file: write + fdatasync", &r);
     struct stat st;
     if (!rc && fstat(v->fd, &st) == 0)
-        pl_out_printf(c->out, "file_dev=%u:%u\n", major(st.st_dev), minor(st.st_dev));
+        pl_out_text(c->out, "file", "dev", "%u:%u", major(st.st_dev), minor(st.st_dev));
     return rc;
 }
 
@@ -278,7 +190,7 @@ static int evict_file(struct pl_ctx *c, struct victim *v, int how)
     const char *path = "MADV_PAGEOUT";
     PL_REGION_BEGIN(&r);
     if (how == EVICT_PAGEOUT && madvise(v->file, v->len, MADV_PAGEOUT) != 0) {
-        pl_out_printf(c->out, "evict_pageout_errno=%d\n", errno);
+        pl_out_number(c->out, "eviction", "pageout_errno", (uint64_t)errno);
         how = EVICT_FADVISE;
     }
     if (how == EVICT_FADVISE) {
@@ -295,7 +207,7 @@ static int evict_file(struct pl_ctx *c, struct victim *v, int how)
     PL_REGION_END(&r);
     if (rc)
         return rc;
-    pl_out_printf(c->out, "evict_path=%s\n", path);
+    pl_out_text(c->out, "eviction", "path", "%s", path);
     pl_out_region(c->out, "file: evict", &r);
     return 0;
 }
@@ -341,7 +253,7 @@ static int anon_part(struct pl_ctx *c, struct victim *v)
         PL_REGION_BEGIN(&r);
         int e = madvise(a, v->len, MADV_PAGEOUT) != 0 ? errno : 0;
         PL_REGION_END(&r);
-        pl_out_printf(c->out, "anon_pageout_errno=%d\n", e);
+        pl_out_number(c->out, "anon pageout", "errno", (uint64_t)e);
         pl_out_region(c->out, "anon: pageout", &r);
         rc = residency(c, v, a, label, "after pageout");
     }
@@ -618,7 +530,7 @@ static int run(struct pl_ctx *c)
                        .page = (size_t)page,
                        .readahead = (int)c->param[P_READAHEAD]};
     v.pages = v.len / v.page;
-    pl_out_printf(c->out, "page_size=%ld\n", page);
+    pl_out_number(c->out, "file", "page_size", (uint64_t)page);
     v.vec = malloc(v.pages);
     if (!v.vec)
         return pl_out_fail(c->out, -ENOMEM, "no memory for the mincore vector");

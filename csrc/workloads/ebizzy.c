@@ -27,8 +27,6 @@
 
 #define MAX_THREADS 64
 #define CHUNK_TAG_SHIFT 40 /* source words carry their chunk number above this bit */
-/* glibc's default M_MMAP_THRESHOLD; setting it explicitly switches the dynamic threshold off */
-#define FIXED_MMAP_THRESHOLD (128 * 1024)
 /* glibc's largest accepted threshold on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX): above every
  * buffer_kb allowed below, so tuned buffers always come from an arena */
 #define TUNED_MMAP_THRESHOLD (32 << 20)
@@ -269,19 +267,14 @@ static void report_profile(struct pl_ctx *c, struct slot *slots, int n, size_t r
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         pl_out_value(o, "profile", v[i].name, v[i].value, "", "sw");
-    /* one line per code location: samples, where, module */
-    size_t used = strlen(o->text);
+    /* one record set per code location, busiest first: samples, where, module */
     for (int i = 0; i < all->nsites; i++) {
-        char where[160], module[96];
+        char label[PL_LABEL_MAX], where[160], module[96];
+        snprintf(label, sizeof label, "site %d", i + 1);
         pl_fault_site_name(all->site[i].ip, where, sizeof where, module, sizeof module);
-        int w = snprintf(o->text + used, sizeof o->text - used, "%llu\t%s\t%s\n",
-                         (unsigned long long)all->site[i].samples, where, module);
-        if (w < 0 || (size_t)w >= sizeof o->text - used) {
-            o->text[used] = '\0';
-            o->overflow = 1;
-            break;
-        }
-        used += (size_t)w;
+        pl_out_number(o, label, "samples", all->site[i].samples);
+        pl_out_text(o, label, "where", "%s", where);
+        pl_out_text(o, label, "module", "%s", module);
     }
 }
 
@@ -314,7 +307,7 @@ static int profile_round(struct pl_ctx *c, struct ebizzy *e, struct slot *slots,
 static int malloc_settings(struct pl_ctx *c, int mode)
 {
 #ifdef __GLIBC__
-    if (mode == MODE_MALLOC_FIXED && mallopt(M_MMAP_THRESHOLD, FIXED_MMAP_THRESHOLD) != 1)
+    if (mode == MODE_MALLOC_FIXED && mallopt(M_MMAP_THRESHOLD, PL_EBIZZY_FIXED_MMAP_THRESHOLD) != 1)
         return pl_out_fail(c->out, -EINVAL, "mallopt(M_MMAP_THRESHOLD) failed");
     if (mode == MODE_TUNED && (mallopt(M_MMAP_THRESHOLD, TUNED_MMAP_THRESHOLD) != 1 ||
                                mallopt(M_TRIM_THRESHOLD, TUNED_TRIM_THRESHOLD) != 1))

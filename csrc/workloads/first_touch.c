@@ -10,8 +10,6 @@
 
 #include "pl_workloads.h"
 
-#define PAGE 4096u           /* base page: the unit a first-touch fault maps */
-#define HUGE_PAGE (2u << 20) /* an x86-64/arm64 PMD: what one THP fault maps */
 #define MAX_THREADS 64
 
 enum { P_SIZE_MB, P_THREADS, P_ROUNDS, NPARAMS };
@@ -37,7 +35,7 @@ static int no_huge(char *p, size_t len)
 
 static void touch(volatile char *p, size_t len)
 {
-    for (size_t off = 0; off < len; off += PAGE)
+    for (size_t off = 0; off < len; off += PL_PAGE)
         p[off] = 1;
 }
 
@@ -93,11 +91,11 @@ static int populate(struct pl_ctx *c, size_t len)
 static int huge(struct pl_ctx *c, size_t len)
 {
     /* over-allocate so a 2 MiB-aligned span of len bytes fits: THP needs aligned PMD ranges */
-    size_t span = len + HUGE_PAGE;
+    size_t span = len + PL_HUGE_PAGE;
     char *raw = map(span, 0);
     if (!raw)
         return pl_out_fail(c->out, -errno, "mmap of %zu MiB failed", span >> 20);
-    char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    char *p = (char *)(((uintptr_t)raw + PL_HUGE_PAGE - 1) & ~(uintptr_t)(PL_HUGE_PAGE - 1));
     if (madvise(p, len, MADV_HUGEPAGE) != 0) {
         /* no THP in this kernel: say so instead of measuring 4 KiB pages under a huge label */
         pl_out_value(c->out, "huge pages", "madvise_errno", errno, "", "rusage");
@@ -169,7 +167,7 @@ static int thread_sweep(struct pl_ctx *c, size_t len, int nmax)
         int rc = fresh_nohuge(c, len, &p);
         if (rc)
             return rc;
-        size_t share = (len / PAGE / (size_t)n) * PAGE; /* page-aligned, disjoint shares */
+        size_t share = (len / PL_PAGE / (size_t)n) * PL_PAGE; /* page-aligned, disjoint shares */
         char label[PL_LABEL_MAX];
         snprintf(label, sizeof label, "threads=%d", n);
         struct pl_region r = {.group = c->group};

@@ -22,10 +22,7 @@
 #include "pl_steady.h"
 #include "pl_workloads.h"
 
-#define LAT_LINE 64                      /* one node per cache line: x86-64 and most arm64 cores */
-#define LAT_HUGE_PAGE (2u << 20)         /* a PMD: the unit of a transparent huge page */
-#define LAT_PAGE 4096u                   /* base page: prefaulting touches each one once */
-#define LAT_MAX_SIZES PL_OUT_MAX_REGIONS /* one region per working-set size */
+#define LAT_LINE PL_CACHE_LINE /* one node per cache line */
 
 enum {
     LAT_P_MIN_KB,
@@ -37,7 +34,7 @@ enum {
     LAT_P_SEED,
     LAT_NPARAMS
 };
-enum { LAT_PAGES_HUGE, LAT_PAGES_SMALL };
+enum { PL_PAGES_HUGE, PL_PAGES_SMALL };
 
 /* While building, a node holds the index of its successor; then the pointer to it. */
 union lat_node {
@@ -46,27 +43,6 @@ union lat_node {
     unsigned char line[LAT_LINE];
 };
 _Static_assert(sizeof(union lat_node) == LAT_LINE, "a node is exactly one cache line");
-
-/* The sizes in KiB: min_kb * 2^octave * (ppo + step) / ppo up to max_kb, duplicates dropped.
- * pylib/pagelab/experiments/latency.py:sizes() is the same formula (a test compares them).
- * Returns the count, or -1 if more than cap. */
-static int lat_sizes(int64_t min_kb, int64_t max_kb, int64_t ppo, int64_t *out, int cap)
-{
-    int n = 0;
-    for (int oct = 0; (min_kb << oct) <= max_kb; oct++) {
-        for (int64_t step = 0; step < ppo; step++) {
-            int64_t kb = (min_kb << oct) + (min_kb << oct) * step / ppo;
-            if (kb > max_kb)
-                break;
-            if (n > 0 && kb == out[n - 1])
-                continue;
-            if (n == cap)
-                return -1;
-            out[n++] = kb;
-        }
-    }
-    return n;
-}
 
 /* Sattolo's shuffle: j < i strictly, so i -> idx[i] is a single cycle through all n nodes. */
 static void lat_build(union lat_node *nodes, size_t n, uint64_t *rng)
@@ -176,23 +152,22 @@ static int lat_size(struct pl_ctx *c, union lat_node *nodes, int64_t kb, uint64_
 
 int PL_NAME(pl_latency_run)(struct pl_ctx *c)
 {
-    int64_t kbs[LAT_MAX_SIZES];
-    int nsizes = lat_sizes(c->param[LAT_P_MIN_KB], c->param[LAT_P_MAX_KB], c->param[LAT_P_PPO], kbs,
-                           LAT_MAX_SIZES);
-    if (nsizes <= 0)
+    int64_t kbs[PL_LAT_MAX_SIZES];
+    int nsizes = pl_lat_sizes(c->param[LAT_P_MIN_KB], c->param[LAT_P_MAX_KB], c->param[LAT_P_PPO],
+                              kbs, PL_LAT_MAX_SIZES);
+    if (nsizes <= 0 || nsizes > PL_LAT_MAX_SIZES)
         return pl_out_fail(c->out, -EINVAL,
-                           "between 1 and %d working-set sizes are possible, "
-                           "not %s",
-                           LAT_MAX_SIZES, nsizes ? "more" : "none");
-    int huge = c->param[LAT_P_PAGES] == LAT_PAGES_HUGE;
+                           "between 1 and %d working-set sizes are possible, not %d",
+                           PL_LAT_MAX_SIZES, nsizes);
+    int huge = c->param[LAT_P_PAGES] == PL_PAGES_HUGE;
     size_t len = (size_t)kbs[nsizes - 1] * 1024;
     if (huge) /* whole huge pages: even a sweep smaller than one gets the same page size */
-        len = (len + LAT_HUGE_PAGE - 1) & ~(size_t)(LAT_HUGE_PAGE - 1);
-    size_t span = len + LAT_HUGE_PAGE; /* room to align to a huge page */
+        len = (len + PL_HUGE_PAGE - 1) & ~(size_t)(PL_HUGE_PAGE - 1);
+    size_t span = len + PL_HUGE_PAGE; /* room to align to a huge page */
     char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED)
         return pl_out_fail(c->out, -errno, "mmap of %zu MiB failed", span >> 20);
-    char *buf = (char *)(((uintptr_t)raw + LAT_HUGE_PAGE - 1) & ~(uintptr_t)(LAT_HUGE_PAGE - 1));
+    char *buf = (char *)(((uintptr_t)raw + PL_HUGE_PAGE - 1) & ~(uintptr_t)(PL_HUGE_PAGE - 1));
     /* huge pages take the TLB out of the picture (2 MiB pages reach far beyond the LLC), so the
      * knees are the caches'; small pages add knees at the TLB's reach. EINVAL: no THP here. */
     if (madvise(buf, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) != 0) {
@@ -204,7 +179,7 @@ int PL_NAME(pl_latency_run)(struct pl_ctx *c)
         }
         /* no THP in this kernel: the smaps reading below says how much is huge (none) */
     }
-    for (size_t off = 0; off < len; off += LAT_PAGE)
+    for (size_t off = 0; off < len; off += PL_PAGE)
         buf[off] = 0; /* every page (huge or not) exists before anything is timed */
     long huge_kb = lat_huge_kb(buf);
     if (huge_kb >= 0)
@@ -218,6 +193,28 @@ int PL_NAME(pl_latency_run)(struct pl_ctx *c)
 }
 
 #ifndef PL_SIM
+int pl_lat_sizes(int64_t min_kb, int64_t max_kb, int64_t ppo, int64_t *out, int cap)
+{
+    int n = 0;
+    int64_t last = 0;
+    if (min_kb < 1 || ppo < 1)
+        return 0;
+    for (int oct = 0; oct < 62 && (min_kb << oct) <= max_kb; oct++) {
+        for (int64_t step = 0; step < ppo; step++) {
+            int64_t kb = (min_kb << oct) + (min_kb << oct) * step / ppo;
+            if (kb > max_kb)
+                break;
+            if (n > 0 && kb == last)
+                continue;
+            if (n < cap)
+                out[n] = kb;
+            last = kb;
+            n++;
+        }
+    }
+    return n;
+}
+
 /* Defaults: 4 KiB (well inside any L1) up to max_kb, which 0 lets Python choose: 4x the largest
  * cache sysfs reports, within the memory budget. Repetitions are short (2^16 loads: ~0.1 ms in
  * L1, ~1 ms in L3, ~10 ms in DRAM) so that on a busy machine some run between preemptions, which
@@ -232,7 +229,7 @@ static const struct pl_param lat_params[LAT_NPARAMS] = {
     {"repeats", 50, 1, 1000, "repeats", NULL,
      "at most this many timed chases per size; they stop sooner once the fastest few agree, "
      "and the fastest is kept"},
-    {"pages", LAT_PAGES_HUGE, 0, 1, "", "huge,small",
+    {"pages", PL_PAGES_HUGE, 0, 1, "", "huge,small",
      "huge pages take TLB misses out of the "
      "picture; small (4 KiB) pages add knees at the TLB's reach"},
     {"seed", 1, 1, INT64_MAX, "", NULL, "seed of the xorshift generator that shuffles the chain"},

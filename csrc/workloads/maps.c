@@ -1,7 +1,9 @@
 /* maps: the memory map of a fresh process. The worker builds a representative layout (a heap
  * block, a malloc'd block big enough to get its own mapping, an anonymous mmap, a private
- * mapping of a deleted temp file, thread stacks), then copies /proc/self/maps into out->text
- * followed by the addresses of objects it knows, so Python can check its classification. */
+ * mapping of a deleted temp file, thread stacks), then records a copy of /proc/self/maps and,
+ * as typed facts, the addresses of objects it knows, so Python can check its classification.
+ * The temp file goes in the working directory: the scratch directory Python chose
+ * (pylib/pagelab/_scratch.py). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,14 +19,11 @@
 
 #include "pl_workloads.h"
 
-#define SMALL_BLOCK 4096u      /* far below glibc's 128 KiB mmap threshold: comes from [heap] */
-#define LARGE_BLOCK (1u << 20) /* above that threshold: malloc gives it a mapping of its own */
+#define SMALL_BLOCK PL_MAPS_SMALL_BLOCK /* from [heap] */
+#define LARGE_BLOCK PL_MAPS_LARGE_BLOCK /* a mapping of its own */
 #define MAX_THREADS 16
-/* room kept after the maps copy for the trailer: the exe path (up to PATH_MAX) and a few
- * dozen short object lines */
-#define TRAILER_RESERVE (PATH_MAX + 4096)
-/* The trailer starts with this line; _maps.py splits the text there. */
-#define TRAILER_MARK "#pagelab-objects\n"
+/* room kept in out->text after the maps copy for the other text fact: the exe path */
+#define MAPS_MAX (PL_OUT_TEXT_MAX - PATH_MAX)
 /* A space in the name on purpose: a maps parser must cope with it (and with " (deleted)"). */
 #define FILE_TEMPLATE "pagelab map-XXXXXX"
 
@@ -83,17 +82,17 @@ static void release(struct gate *g, pthread_t *tid, int n)
 
 struct layout {
     char *small, *large, *anon, *file;
+    char *maps; /* the copy of /proc/self/maps, allocated with the rest so it is in the map */
     size_t len;
 };
 
 static int build(struct pl_ctx *c, struct layout *l)
 {
-    const char *dir = getenv("TMPDIR");
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : "/tmp", FILE_TEMPLATE);
+    char path[] = FILE_TEMPLATE;
     l->small = malloc(SMALL_BLOCK);
     l->large = malloc(LARGE_BLOCK);
-    if (!l->small || !l->large)
+    l->maps = malloc(MAPS_MAX);
+    if (!l->small || !l->large || !l->maps)
         return pl_out_fail(c->out, -ENOMEM, "malloc failed");
     memset(l->small, 1, SMALL_BLOCK); /* really used, as a program would */
     memset(l->large, 1, LARGE_BLOCK);
@@ -103,7 +102,7 @@ static int build(struct pl_ctx *c, struct layout *l)
     l->anon[0] = 1;
     int fd = mkstemp(path);
     if (fd < 0)
-        return pl_out_fail(c->out, -errno, "cannot create a temp file in %s", path);
+        return pl_out_fail(c->out, -errno, "cannot create a temp file in the scratch directory");
     /* removed at once: nothing is left behind even if the worker is killed; the mapping keeps
      * the inode alive and the map shows it as "(deleted)" */
     int rc = unlink(path) == 0 && ftruncate(fd, (off_t)l->len) == 0 ? 0 : -errno;
@@ -126,17 +125,19 @@ static void teardown(struct layout *l)
         munmap(l->anon, l->len);
     free(l->small);
     free(l->large);
+    free(l->maps);
 }
 
-/* Copy /proc/self/maps into out->text, whole lines only; returns bytes copied or -errno. */
-static long copy_maps(struct pl_out *o, int *truncated)
+/* Copy /proc/self/maps into buf (MAPS_MAX bytes), whole lines only; returns bytes copied or
+ * -errno. */
+static long copy_maps(char *buf, int *truncated)
 {
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    size_t cap = sizeof o->text - TRAILER_RESERVE, n = 0;
+    size_t cap = MAPS_MAX - 1, n = 0;
     ssize_t got = 0;
-    while (n < cap && (got = read(fd, o->text + n, cap - n)) > 0)
+    while (n < cap && (got = read(fd, buf + n, cap - n)) > 0)
         n += (size_t)got;
     int err = got < 0 ? -errno : 0;
     *truncated = n == cap;
@@ -144,9 +145,9 @@ static long copy_maps(struct pl_out *o, int *truncated)
     if (err)
         return err;
     if (*truncated) /* cut back to the last whole line */
-        while (n > 0 && o->text[n - 1] != '\n')
+        while (n > 0 && buf[n - 1] != '\n')
             n--;
-    o->text[n] = '\0';
+    buf[n] = '\0';
     return (long)n;
 }
 
@@ -175,7 +176,7 @@ static int run(struct pl_ctx *c)
     int truncated = 0;
     if (!rc) {
         wait_ready(&gate, started); /* every thread has recorded its stack address */
-        n = copy_maps(c->out, &truncated);
+        n = copy_maps(l.maps, &truncated);
     }
     release(&gate, tid, started);
     if (rc) {
@@ -187,29 +188,39 @@ static int run(struct pl_ctx *c)
         return pl_out_fail(c->out, (int)n, "cannot read /proc/self/maps");
     }
 
-    /* The objects: "object ADDRESS NAME", then facts about this process. */
+    /* The map, then the objects (label "object": name and address) and facts about this
+     * process. */
     struct pl_out *o = c->out;
+    pl_out_text(o, "process", "maps", "%s", l.maps);
+    const struct {
+        const char *name;
+        const void *addr;
+    } objects[] = {
+        {"stack variable", (const void *)&stack_var},
+        {"small malloc block", l.small},
+        {"large malloc block", l.large},
+        {"anonymous mmap", l.anon},
+        {"file mapping", l.file},
+        {"program entry point", (const void *)getauxval(AT_ENTRY)},
+        {"C library function", (const void *)(uintptr_t)&malloc},
+        {"extension function", (const void *)(uintptr_t)&run},
+        {"vdso", (const void *)getauxval(AT_SYSINFO_EHDR)},
+    };
+    for (size_t i = 0; i < sizeof objects / sizeof objects[0]; i++)
+        if (objects[i].addr) /* no vdso: nothing to place */
+            pl_out_number(o, "object", objects[i].name, (uintptr_t)objects[i].addr);
+    for (int i = 0; i < started; i++) {
+        char name[PL_NAME_MAX];
+        snprintf(name, sizeof name, "thread %d stack variable", i + 1);
+        pl_out_number(o, "object", name, h[i].stack_var);
+    }
     char exe[PATH_MAX] = "";
     ssize_t elen = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[elen > 0 ? elen : 0] = '\0';
-    pl_out_printf(o, TRAILER_MARK);
-    pl_out_printf(o, "object %lx stack variable\n", (unsigned long)(uintptr_t)&stack_var);
-    pl_out_printf(o, "object %lx small malloc block\n", (unsigned long)(uintptr_t)l.small);
-    pl_out_printf(o, "object %lx large malloc block\n", (unsigned long)(uintptr_t)l.large);
-    pl_out_printf(o, "object %lx anonymous mmap\n", (unsigned long)(uintptr_t)l.anon);
-    pl_out_printf(o, "object %lx file mapping\n", (unsigned long)(uintptr_t)l.file);
-    pl_out_printf(o, "object %lx program entry point\n", getauxval(AT_ENTRY));
-    pl_out_printf(o, "object %lx C library function\n", (unsigned long)(uintptr_t)&malloc);
-    pl_out_printf(o, "object %lx extension function\n", (unsigned long)(uintptr_t)&run);
-    if (getauxval(AT_SYSINFO_EHDR))
-        pl_out_printf(o, "object %lx vdso\n", getauxval(AT_SYSINFO_EHDR));
-    for (int i = 0; i < started; i++)
-        pl_out_printf(o, "object %lx thread %d stack variable\n", (unsigned long)h[i].stack_var,
-                      i + 1);
-    pl_out_printf(o, "exe %s\n", exe);
+    pl_out_text(o, "process", "exe", "%s", exe);
     /* 0xffffffff queries without changing; ADDR_NO_RANDOMIZE here means `setarch -R` */
-    pl_out_printf(o, "personality %x\n", (unsigned)personality(0xffffffff));
-    pl_out_printf(o, "truncated %d\n", truncated);
+    pl_out_number(o, "process", "personality", (unsigned)personality(0xffffffff));
+    pl_out_number(o, "process", "truncated", (uint64_t)truncated);
     teardown(&l);
     return 0;
 }

@@ -2,9 +2,9 @@
  * file mapping, each with and without MAP_POPULATE, then msync(MS_SYNC) and munmap. Each phase
  * is its own region, so faults and blocks in/out show where each mode pays.
  *
- * The file is an unnamed O_TMPFILE in the current directory (Python picks a directory on a
- * block-backed filesystem and chdirs the worker there): nothing is left behind even if the
- * worker is killed. Before each file variant its pages are written back and dropped from the
+ * The file is an unnamed O_TMPFILE in the current directory (Python picks the scratch
+ * directory, pylib/pagelab/_scratch.py, and chdirs the worker there): nothing is left behind even
+ * if the worker is killed. Before each file variant its pages are written back and dropped from the
  * page cache, so reading them is real disk I/O. */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,8 +18,7 @@
 
 #include "pl_workloads.h"
 
-#define PAGE 4096u            /* base page: the unit a fault maps and a write dirties */
-#define FILL_CHUNK (1u << 20) /* the file is written in 1 MiB pwrite()s */
+#define FILL_CHUNK PL_MMAP_FILL_CHUNK
 
 enum { P_SIZE_MB, P_STRIDE, NPARAMS };
 
@@ -35,19 +34,11 @@ static const char *const mode_name[] = {"anon", "private", "shared"};
 
 static int open_file(struct pl_ctx *c, size_t len)
 {
-    int fd = open(".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
-        /* a filesystem without O_TMPFILE: a named file, unlinked at once */
-        char name[] = "pagelab-mmap-XXXXXX";
-        fd = mkstemp(name);
-        if (fd >= 0 && unlink(name) != 0) {
-            int err = -errno;
-            close(fd);
-            return pl_out_fail(c->out, err, "cannot unlink the temp file %s", name);
-        }
-    }
+    int named;
+    int fd = pl_scratch_file("mmap", &named);
     if (fd < 0)
         return pl_out_fail(c->out, -errno, "cannot create a temp file in the working directory");
+    pl_out_text(c->out, "file", "how", "%s", named ? "unlinked" : "O_TMPFILE");
     char *chunk = malloc(FILL_CHUNK);
     if (!chunk) {
         close(fd);
@@ -76,7 +67,7 @@ static long drop_cache(int fd, size_t len)
     int rc = fsync(fd) != 0 ? -errno : -posix_fadvise(fd, 0, (off_t)len, POSIX_FADV_DONTNEED);
     if (rc)
         return rc;
-    size_t pages = len / PAGE;
+    size_t pages = len / PL_PAGE;
     unsigned char *vec = malloc(pages);
     if (!vec)
         return -ENOMEM;
@@ -99,7 +90,7 @@ static long drop_cache(int fd, size_t len)
 static void write_pass(volatile char *p, size_t len, size_t stride)
 {
     for (size_t off = 0; off < len; off += stride)
-        p[off] = (char)(off / PAGE); /* one store dirties the whole page (or folio) */
+        p[off] = (char)(off / PL_PAGE); /* one store dirties the whole page (or folio) */
 }
 
 static int variant(struct pl_ctx *c, enum mode m, int populate, int fd, size_t len, size_t stride)
@@ -157,7 +148,7 @@ static int variant(struct pl_ctx *c, enum mode m, int populate, int fd, size_t l
 static int run(struct pl_ctx *c)
 {
     size_t len = (size_t)c->param[P_SIZE_MB] << 20;
-    size_t stride = (size_t)c->param[P_STRIDE] * PAGE;
+    size_t stride = (size_t)c->param[P_STRIDE] * PL_PAGE;
     /* 4 KiB pages in every mode, whatever the THP setting: this worker only (EINVAL: no THP) */
     if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0 && errno != EINVAL)
         return pl_out_fail(c->out, -errno, "prctl(PR_SET_THP_DISABLE) failed");

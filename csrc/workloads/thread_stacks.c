@@ -59,9 +59,8 @@ static const struct pl_param params[NPARAMS] = {
 
 #ifdef MAP_32BIT
 
-/* arch/x86/kernel/sys_x86_64.c, find_start_end(): the window MAP_32BIT searches */
-#define WINDOW_LO 0x40000000UL
-#define WINDOW_HI 0x80000000UL
+#define WINDOW_LO PL_MAP32_WINDOW_LO
+#define WINDOW_HI PL_MAP32_WINDOW_HI
 #define ANON (MAP_PRIVATE | MAP_ANONYMOUS)
 
 static double now_ns(void)

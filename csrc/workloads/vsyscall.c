@@ -11,8 +11,8 @@
 
 #include "pl_workloads.h"
 
-/* time() in the fixed legacy page: ffffffffff600000 + 0x400 (gettimeofday is at +0) */
-#define VSYSCALL_TIME 0xffffffffff600400UL
+/* time() in the fixed legacy page, at +0x400 (gettimeofday is at +0) */
+#define VSYSCALL_TIME (PL_VSYSCALL_BASE + 0x400)
 #define WARMUP_DIVISOR                                                                             \
     10 /* a tenth of the calls, uncounted, to settle caches and the branch state */
 

@@ -3,13 +3,15 @@
 Every number carries its source: hw (PMU), sw (kernel software event), rusage, sim or clock.
 """
 
-from ._counters import CounterGroup, Measurement, Reading, measure
+from ._counters import CounterGroup, Measurement, measure
 from ._doctor import doctor
 from ._errors import BadInput, BudgetExceeded, CounterUnavailable, PagelabError, UnknownEvent
 from ._events import DEFAULT_EVENTS, Event, event, events
 from ._maps import parse_maps
+from ._reading import Reading
 from ._results import Claim, Measured, Result
 from ._run import experiment_names, parameters, run, run_all
+from ._schema import json_schema
 from ._sim import (
     CachelabResult,
     LevelStats,
@@ -59,6 +61,7 @@ __all__ = [
     "event",
     "events",
     "experiment_names",
+    "json_schema",
     "measure",
     "parameters",
     "parse_maps",

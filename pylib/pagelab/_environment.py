@@ -9,18 +9,16 @@ import re
 import resource
 from pathlib import Path
 
+from ._native import lib
+
 # Half of what is free: the Jupyter server, the kernel process and the page cache the chapters
 # rely on need the rest, and a 2 GiB Binder container still gets ~1 GiB of experiment memory.
 BUDGET_FRACTION = 0.5
 
-_CAPABILITIES = (
-    "CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP "
-    "LINUX_IMMUTABLE NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER "
-    "SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE "
-    "SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE AUDIT_CONTROL SETFCAP "
-    "MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ PERFMON BPF "
-    "CHECKPOINT_RESTORE"
-).split()
+# Capability number -> name without CAP_, from linux/capability.h through the cdef.
+CAPABILITIES = dict(
+    sorted((getattr(lib, n), n.removeprefix("CAP_")) for n in dir(lib) if n.startswith("CAP_"))
+)
 
 
 def _read(root, rel):
@@ -95,7 +93,7 @@ def capabilities(root="/"):
     if field is None:
         return None
     bits = int(field, 16)
-    return [name for i, name in enumerate(_CAPABILITIES) if bits >> i & 1]
+    return [name for bit, name in CAPABILITIES.items() if bits >> bit & 1]
 
 
 def mem_available(root="/"):

@@ -2,8 +2,8 @@
 
 from dataclasses import dataclass, field
 
-from ._counters import Reading
 from ._errors import PagelabError
+from ._reading import Reading
 from ._version import __version__
 
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 from . import _environment as env
 from . import _worker, _workloads
-from ._counters import Reading
 from ._doctor import environment, profile
 from ._errors import BudgetExceeded
+from ._reading import Reading
 from ._results import Measured, Result
 
 MIB = 1 << 20
@@ -35,29 +35,26 @@ class Context:
     address_space: int
     environment: dict = field(default_factory=environment)
 
-    def workload(self, events=None, sim=None, what=None, **overrides):
-        """Run this experiment's C workload once in a fresh worker; returns (measurements, raw)."""
+    def workload(self, events=None, sim=None, what=None, scratch=None, **overrides):
+        """Run this experiment's C workload once in a fresh worker; returns (measurements, raw).
+        ``scratch`` (a pagelab._scratch.Scratch) is the worker's working directory, where the
+        workload makes its file."""
         params = {**self.params, **overrides}
         raw = _worker.call(
             "pagelab._workloads:execute",
-            {"name": self.name, "params": params, "events": events, "sim": sim},
+            {
+                "name": self.name,
+                "params": params,
+                "events": events,
+                "sim": sim,
+                "cwd": scratch.path if scratch else None,
+            },
             timeout=self.timeout,
             address_space=self.address_space,
             what=what or self.name,
             on_progress=self.progress,
         )
         return measurements(raw), raw
-
-    def call(self, target, what=None, **args):
-        """Run a Python task ("module:function") of this experiment in a fresh worker."""
-        return _worker.call(
-            target,
-            args,
-            timeout=self.timeout,
-            address_space=self.address_space,
-            what=what or self.name,
-            on_progress=self.progress,
-        )
 
     def result(self, measurements_, claims, notes=(), text="", summary=(), figure=None):
         w = _workloads.workload(self.name)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _simreport
-from ._counters import Reading
 from ._errors import BadInput
 from ._native import ffi, lib
+from ._reading import Reading
 from ._simconfig import CacheGeometry, SimConfig, make_config, to_native
 from ._version import __version__
 

@@ -7,11 +7,12 @@ import time
 from dataclasses import dataclass
 
 from . import _rusage
-from ._counters import CounterGroup, Reading, add_fallbacks, readings, rusage_readings
+from ._counters import CounterGroup, add_fallbacks, readings, rusage_readings
 from ._doctor import environment
 from ._errors import BadInput
 from ._events import events as parse_events
 from ._native import ffi, lib
+from ._reading import Reading
 from ._version import __version__
 
 

@@ -1,12 +1,14 @@
 """The C workload table: parameters, validation, and running a workload inside a worker."""
 
 import difflib
+import os
 from dataclasses import dataclass
 
 from . import _rusage, _sim
-from ._counters import CounterGroup, Counts, Reading, add_fallbacks, readings, rusage_readings
+from ._counters import CounterGroup, Counts, add_fallbacks, readings, rusage_readings
 from ._errors import BadInput
 from ._native import ffi, lib
+from ._reading import Reading
 from ._reasons import Facts
 
 
@@ -107,17 +109,46 @@ def _value(exp, p, raw):
     return raw
 
 
+# ---- facts both sides need: written once in csrc/include/pl_workloads.h, read through the cdef
+
+PAGE = lib.PL_PAGE  # the base page: what one fault maps
+HUGE_PAGE = lib.PL_HUGE_PAGE  # a PMD: what one transparent-huge-page fault maps
+CACHE_LINE = lib.PL_CACHE_LINE  # cache: the unit of access
+LATENCY_MAX_SIZES = lib.PL_LAT_MAX_SIZES  # latency: working-set sizes one run can hold
+COMPETITION_SLICES = lib.PL_COMPETITION_SLICES  # competition: time slices per phase
+COMPETITION_WRITE_CHUNK = lib.PL_COMPETITION_WRITE_CHUNK  # competition: the file's write size
+MMAP_FILL_CHUNK = lib.PL_MMAP_FILL_CHUNK  # mmap-modes: the file's pwrite size
+ADDR_NO_RANDOMIZE = lib.ADDR_NO_RANDOMIZE  # maps: the personality flag `setarch -R` sets
+MAPS_SMALL_BLOCK = lib.PL_MAPS_SMALL_BLOCK  # maps: a malloc block from [heap]
+MAPS_LARGE_BLOCK = lib.PL_MAPS_LARGE_BLOCK  # maps: a malloc block with a mapping of its own
+EBIZZY_FIXED_MMAP_THRESHOLD = lib.PL_EBIZZY_FIXED_MMAP_THRESHOLD  # glibc's default, pinned
+VSYSCALL_BASE = lib.PL_VSYSCALL_BASE  # the legacy vsyscall page (x86-64 ABI)
+MAP32_WINDOW = (lib.PL_MAP32_WINDOW_LO, lib.PL_MAP32_WINDOW_HI)  # where MAP_32BIT searches
+FAULT_PROFILE_BYTES = ffi.sizeof("struct pl_fault_profile")  # ebizzy: one thread's profile
+
+
+def latency_sizes(min_kb, max_kb, ppo):
+    """latency's working-set sizes in KiB, from the C function the sweep itself uses."""
+    n = lib.pl_lat_sizes(min_kb, max_kb, ppo, ffi.NULL, 0)
+    out = ffi.new("int64_t[]", max(n, 1))
+    lib.pl_lat_sizes(min_kb, max_kb, ppo, out, n)
+    return list(out[0:n])
+
+
 # ---- inside the worker -------------------------------------------------------------------
 
 
-def execute(name, params, events=None, sim=None):
+def execute(name, params, events=None, sim=None, cwd=None):
     """Run workload ``name`` in this (worker) process and return its results as JSON-able data.
 
     ``events`` are opened as one group on this process (inherited by the workload's threads);
     whatever cannot open is reported with its reason. ``sim`` (a simulator config) runs the
-    -DPL_SIM build of the workload instead, with every access fed to the simulator.
+    -DPL_SIM build of the workload instead, with every access fed to the simulator. ``cwd`` is
+    the scratch directory (pagelab._scratch) for workloads that make a file there.
     """
     w = workload(name)
+    if cwd is not None:
+        os.chdir(cwd)
     values = [params[k] for k in w.params]
     entry = lib.pl_workload_table[w.index]
     group = CounterGroup(events, inherit=True) if events else None
@@ -167,12 +198,24 @@ def execute(name, params, events=None, sim=None):
     result = {
         "regions": regions,
         "values": values_out,
-        "text": ffi.string(out.text).decode(),
+        "facts": _facts(out),
         "overflow": bool(out.overflow),
     }
     if simulator is not None:
         result["sim"] = simulator.config.to_dict()
     return result
+
+
+def _facts(out):
+    """The workload's typed facts: label -> name -> number or text, in the order recorded."""
+    facts = {}
+    for f in out.fact[0 : out.nfacts]:
+        if f.kind == lib.PL_FACT_TEXT:
+            value = ffi.string(out.text + f.text).decode(errors="replace")
+        else:
+            value = f.number
+        facts.setdefault(_s(f.label), {})[_s(f.name)] = value
+    return facts
 
 
 def _region_metrics(status, r, facts):

@@ -2,10 +2,11 @@
 
 import statistics
 
-from .._counters import Reading
+from .._reading import Reading
+from .._workloads import HUGE_PAGE, PAGE  # noqa: F401 (shared by the experiment modules)
 
-PAGE = 4096
 MIB = 1 << 20
+BLOCK = 512  # the unit of rusage inblock/oublock: the kernel keeps bytes of I/O, reports them >> 9
 
 
 def faults(m):

@@ -18,7 +18,7 @@ The one place where an experiment meets the simulator (the adapter point):
 
 from dataclasses import dataclass, field
 
-from .._counters import Reading
+from .._reading import Reading
 from .._workloads import workload
 
 # Passed to the simulator: empty means its defaults, this machine's geometry (sysfs and CPUID).

@@ -3,11 +3,11 @@
 from .. import _environment as env
 from .._errors import BadInput
 from .._results import Claim
+from .._workloads import CACHE_LINE  # the unit of access: one cache line
 from ._common import MIB, per, ratio_text
 from ._hw_or_sim import attach, ratio, same_source, simulated, why_not
 
 TIMEOUT = 120
-LINE = 64  # the workload's node of access: one cache line (csrc/workloads/cache.c)
 COUNTS = ("L1-dcache-loads", "L1-dcache-load-misses", "dTLB-load-misses")
 EVENTS = ",".join(COUNTS + ("page-faults", "task-clock"))
 VARIANTS = ("sequential", "random")
@@ -29,9 +29,9 @@ TLB_RATIO_MIN = 3.0
 
 
 def memory(p):
-    if p["lines"] * LINE > p["size_mb"] * MIB:
+    if p["lines"] * CACHE_LINE > p["size_mb"] * MIB:
         raise BadInput(
-            f"cache: a working set of {p['lines']} lines ({p['lines'] * LINE:,} bytes) "
+            f"cache: a working set of {p['lines']} lines ({p['lines'] * CACHE_LINE:,} bytes) "
             f"does not fit the {p['size_mb']} MiB buffer"
         )
     size = p["size_mb"] * MIB
@@ -88,7 +88,7 @@ def _l1_low(by, p, sim):
         f"sequential {rates[0].value:.2%}, random {rates[1].value:.2%} of "
         f"L1-dcache-loads miss ({rates[0].source}); compulsory share 1/{p['passes']} = "
         f"{1 / p['passes']:.2%}; threshold {MISS_RATE_MAX:.0%}; working set "
-        f"{p['lines'] * LINE // 1024} KiB, {fits}",
+        f"{p['lines'] * CACHE_LINE // 1024} KiB, {fits}",
     )
 
 

@@ -1,11 +1,10 @@
 """competition: a victim's pages evicted on purpose come back as major faults; a competitor that
 leaves memory to spare takes none of them.
 
-The C workload (csrc/workloads/competition.c) reports, besides regions and values, key=value
-lines in its text: page_size, file_dir, file_how (O_TMPFILE or unlinked), file_fs_type,
-file_block_backed (1 when the file lives on a disk-backed filesystem), file_skipped (memory-only
-directories passed over), file_dev (major:minor), evict_path (MADV_PAGEOUT or fadvise),
-evict_pageout_errno (when MADV_PAGEOUT failed and the fallback ran), anon_pageout_errno.
+The victim's file goes in the scratch directory (pagelab._scratch: disk-backed where there is
+one). Besides regions and values, the C workload (csrc/workloads/competition.c) records typed
+facts: how the file was made (O_TMPFILE or unlinked), its device, the eviction path that ran and
+the errno of a MADV_PAGEOUT that failed; ``Victim`` holds them with the scratch choice.
 
 Residency comes from mincore(2), a kernel query outside perf: it is filed under the source
 ``rusage``, the bucket for kernel-reported facts (getrusage, /proc). MemAvailable (/proc/meminfo)
@@ -14,17 +13,19 @@ is filed there too.
 
 import errno
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import _environment as env
-from .._counters import Reading
+from .._reading import Reading
 from .._results import Claim
-from ._common import MIB, unavailable
+from .._scratch import Scratch, choose
+from .._workloads import COMPETITION_SLICES as SLICES
+from .._workloads import COMPETITION_WRITE_CHUNK as WRITE_CHUNK
+from ._common import BLOCK, MIB, unavailable
 
 TIMEOUT = 300
 EVENTS = "page-faults,minor-faults,major-faults"
-SLICES = 20  # time slices per competition phase (SLICES in competition.c)
-WRITE_CHUNK = MIB  # the victim's write buffer (WRITE_CHUNK in competition.c)
 SUMMARY = (
     "major-faults",
     "minor-faults",
@@ -43,17 +44,6 @@ SUMMARY = (
 # Eviction may leave a few pages behind that it could not isolate at that instant (in a per-CPU
 # LRU batch, locked, or mapped elsewhere); more than a tenth left means it did not work.
 EVICTED_MAX_LEFT = 0.10
-BLOCK = 512  # rusage inblock counts 512-byte blocks
-FS_NAMES = {
-    0xEF53: "ext2/3/4",
-    0x58465342: "xfs",
-    0x9123683E: "btrfs",
-    0x794C7630: "overlayfs",
-    0x01021994: "tmpfs",
-    0x858458F6: "ramfs",
-    0x6969: "nfs",
-    0xF2F52010: "f2fs",
-}
 NOT_DISK = (
     "the victim's file lives on {fs} in {dir} (no disk-backed scratch directory was "
     "found): its pages are memory and cannot be evicted to disk"
@@ -69,16 +59,31 @@ def memory(p):
     return resident, resident
 
 
-def facts(text):
-    """The workload's key=value lines as a dict (file_skipped may repeat: a list)."""
-    out = {"file_skipped": []}
-    for line in text.splitlines():
-        key, _, value = line.partition("=")
-        if key == "file_skipped":
-            out[key].append(value)
-        elif key:
-            out[key] = value
-    return out
+@dataclass(frozen=True)
+class Victim:
+    """Where the victim's file lived and what the workload did with it."""
+
+    scratch: Scratch
+    page_size: int
+    how: str  # O_TMPFILE, or unlinked (a name for a moment: no O_TMPFILE there)
+    dev: str | None  # MAJOR:MINOR of the file's device
+    evict_path: str | None  # MADV_PAGEOUT or fadvise
+    pageout_errno: int  # MADV_PAGEOUT on the file failed with this, so the fallback ran
+    anon_pageout_errno: int  # MADV_PAGEOUT on anonymous memory failed with this
+
+
+def victim(facts, scratch):
+    """The Victim from the workload's typed facts (label -> name -> value) and the scratch."""
+    file, evict = facts["file"], facts.get("eviction", {})
+    return Victim(
+        scratch,
+        file["page_size"],
+        file["how"],
+        file.get("dev"),
+        evict.get("path"),
+        evict.get("pageout_errno", 0),
+        facts.get("anon pageout", {}).get("errno", 0),
+    )
 
 
 def readahead_kb(dev, root="/"):
@@ -96,8 +101,9 @@ def task_io_accounting(root="/"):
 
 def run(ctx):
     p = ctx.params
-    measured, raw = ctx.workload(EVENTS)
-    f = facts(raw["text"])
+    scratch = choose(p["size_mb"] * MIB, "competition")
+    measured, raw = ctx.workload(EVENTS, scratch=scratch)
+    f = victim(raw["facts"], scratch)
     by = {m.label: m for m in measured}
     for label in ("alone", "with competitor"):
         m = by[label]
@@ -110,19 +116,16 @@ def run(ctx):
         _anon(by, f, swap),
         _competitor(by, p, f),
     ]
-    return ctx.result(
-        measured, claims, _notes(by, f, p, swap), text=raw["text"], summary=SUMMARY, figure=figure
-    )
+    return ctx.result(measured, claims, _notes(by, f, p, swap), summary=SUMMARY, figure=figure)
 
 
 def _fs(f):
-    t = int(f.get("file_fs_type", "0"), 16)
-    return FS_NAMES.get(t, f"filesystem type {t:#x}")
+    return f.scratch.fs_type or "an unknown filesystem"
 
 
 def _not_disk(f):
-    if f.get("file_block_backed") != "1":
-        return NOT_DISK.format(fs=_fs(f), dir=f.get("file_dir"))
+    if not f.scratch.disk_backed:
+        return NOT_DISK.format(fs=_fs(f), dir=f.scratch.path)
     return None
 
 
@@ -158,7 +161,7 @@ def _mincore(by, f, p):
 
 def _pages(p, f):
     """Pages in the victim's file, and in its anonymous region (the same size)."""
-    return p["size_mb"] * MIB // int(f["page_size"])
+    return p["size_mb"] * MIB // f.page_size
 
 
 def _faults(m, name):
@@ -208,7 +211,7 @@ def _disk(by, f):
             "inblock cannot show the reads",
         )
     blocks = by["file: re-access"]["inblock"].value
-    evicted = _evicted(by) * int(f["page_size"])
+    evicted = _evicted(by) * f.page_size
     holds = evicted > 0 and blocks * BLOCK >= evicted
     return Claim(
         cid,
@@ -227,7 +230,7 @@ def _anon(by, f, swap):
     cid = "anon-pageout-needs-swap"
     touched, after = (_res(by, "anon residency", s) for s in ("after touch", "after pageout"))
     measured = f"{after:,} of {touched:,} anonymous pages stayed resident after MADV_PAGEOUT"
-    err = int(f.get("anon_pageout_errno", "0"))
+    err = f.anon_pageout_errno
     if err:
         return Claim(
             cid,
@@ -313,11 +316,11 @@ def _competitor(by, p, f):
 
 def _notes(by, f, p, swap):
     notes = []
-    where = f"{f.get('file_dir')} on {_fs(f)}"
-    if f.get("file_block_backed") == "1":
+    where = f"{f.scratch.path} on {_fs(f)}"
+    if f.scratch.disk_backed:
         how = (
             "O_TMPFILE"
-            if f.get("file_how") == "O_TMPFILE"
+            if f.how == "O_TMPFILE"
             else "created with a name and unlinked at once: no O_TMPFILE here"
         )
         notes.append(
@@ -326,26 +329,23 @@ def _notes(by, f, p, swap):
             "the caller could not write, mincore reports every page resident."
         )
     else:
-        notes.append(NOT_DISK.format(fs=_fs(f), dir=f.get("file_dir")) + ".")
-    if f.get("file_skipped"):
+        notes.append(_not_disk(f) + ".")
+    if f.scratch.skipped:
         notes.append(
-            "Skipped memory-only scratch directories: "
-            + ", ".join(s.split()[0] for s in f["file_skipped"])
-            + "."
+            "Skipped memory-only scratch directories: " + ", ".join(f.scratch.skipped) + "."
         )
-    path = f.get("evict_path")
-    if path == "MADV_PAGEOUT":
+    if f.evict_path == "MADV_PAGEOUT":
         notes.append("Eviction path: madvise(MADV_PAGEOUT) on the mapping.")
     else:
-        err = int(f.get("evict_pageout_errno", "0"))
+        err = f.pageout_errno
         why = (
             f"MADV_PAGEOUT failed with {errno.errorcode.get(err, err)}, so the fallback ran"
             if err
             else "as asked with evict=fadvise"
         )
         notes.append(f"Eviction path: munmap + posix_fadvise(POSIX_FADV_DONTNEED) + mmap ({why}).")
-    ra = readahead_kb(f.get("file_dev", ""))
-    if f.get("file_block_backed") != "1":
+    ra = readahead_kb(f.dev or "")
+    if not f.scratch.disk_backed:
         pass  # nothing is read back from disk: readahead plays no part
     elif p["readahead"] == 0:
         window = f"up to read_ahead_kb={ra} KiB" if ra is not None else "a readahead window"

@@ -4,20 +4,19 @@ page faults each record takes, what that costs, and which code takes them."""
 import os
 import statistics
 
-from .._counters import Reading
+from .._reading import Reading
 from .._reasons import Facts, explain
 from .._results import Claim, Measured
-from .._workloads import workload
+from .._workloads import EBIZZY_FIXED_MMAP_THRESHOLD as FIXED_MMAP_THRESHOLD
+from .._workloads import FAULT_PROFILE_BYTES, workload
 from ._common import MIB, PAGE, per, ratio_text, unavailable
 
 TIMEOUT = 120
 EVENTS = "page-faults,minor-faults"
 STORMS = ("mmap", "malloc-fixed")  # a fresh mapping per record
 FIXES = ("pool", "tuned")
-GLIBC_MMAP_THRESHOLD = 128 << 10  # glibc's default M_MMAP_THRESHOLD
 THREAD_STACK = 8 * MIB  # glibc's default pthread stack (RLIMIT_STACK), reserved per thread
 ARENA_RESERVE = 128 * MIB  # a new thread arena maps 2 x HEAP_MAX_SIZE (64 MiB) to align it
-PROFILE_BYTES = 80 << 10  # one thread's struct pl_fault_profile, rounded up
 TOP_SITES = 5  # code locations per mode kept as measurements (all are in result.text)
 SUMMARY = ("records_per_s", "faults_per_record", "cpu_us_per_record", "samples", "share")
 
@@ -29,7 +28,7 @@ def _modes():
 def memory(p):
     buf = p["buffer_kb"] << 10
     # the source, plus per thread the buffer in use and one more that malloc may keep
-    resident = (p["chunks"] + 2 * p["threads"]) * buf + p["threads"] * PROFILE_BYTES
+    resident = (p["chunks"] + 2 * p["threads"]) * buf + p["threads"] * FAULT_PROFILE_BYTES
     return resident, resident + p["threads"] * (THREAD_STACK + ARENA_RESERVE)
 
 
@@ -52,7 +51,7 @@ def run(ctx):
     storms = [
         s
         for s in STORMS
-        if s in by and (s != "malloc-fixed" or p["buffer_kb"] << 10 >= GLIBC_MMAP_THRESHOLD)
+        if s in by and (s != "malloc-fixed" or p["buffer_kb"] << 10 >= FIXED_MMAP_THRESHOLD)
     ]
     fixes = [f for f in FIXES if f in by]
     claims = [_fresh(by, storms, pages), _fewer(by, storms, fixes), _faster(by, storms, fixes)]
@@ -123,7 +122,7 @@ def _summarise(mode, regions, raw, p, facts):
     m.add(Reading("profile_undelivered", int(prof["counted"] - prof["samples"]), "sw"))
     total = prof["samples"] or 1
     sites = []
-    for samples, where, module in _sites(raw)[:TOP_SITES]:
+    for samples, where, module in _sites(raw["facts"])[:TOP_SITES]:
         s = Measured(f"{mode}: {where}" + ("" if where.startswith(module) else f" in {module}"))
         s.add(Reading("samples", samples, "sw"))
         s.add(Reading("share", 100 * samples / total, "sw", "%"))
@@ -150,12 +149,10 @@ def _profile_failure(prof, facts):
     return None
 
 
-def _sites(raw):
-    out = []
-    for line in raw["text"].splitlines():
-        samples, where, module = line.split("\t")
-        out.append((int(samples), where, module))
-    return out
+def _sites(facts):
+    """(samples, where, module) per code location, busiest first (the "site N" facts)."""
+    sites = [f for label, f in facts.items() if label.startswith("site ")]
+    return [(f["samples"], f["where"], f["module"]) for f in sites]
 
 
 def _profile_text(m, raw):
@@ -169,7 +166,8 @@ def _profile_text(m, raw):
     ]
     total = s.value or 1
     lines += [
-        f"  {n / total:6.1%}  {n:>9,}  {where}  ({module})" for n, where, module in _sites(raw)
+        f"  {n / total:6.1%}  {n:>9,}  {where}  ({module})"
+        for n, where, module in _sites(raw["facts"])
     ]
     return "\n".join(lines)
 

@@ -2,11 +2,10 @@
 
 from .. import _environment as env
 from .._results import Claim
-from ._common import MIB, PAGE, per, ratio_text, unavailable
+from ._common import HUGE_PAGE, MIB, PAGE, per, ratio_text, unavailable
 
 TIMEOUT = 120
 EVENTS = "page-faults,minor-faults,major-faults"
-HUGE_PAGE = 2 * MIB
 THREAD_STACK = 8 * MIB  # glibc's default pthread stack (RLIMIT_STACK), reserved per thread
 SUMMARY = ("faults_per_page", "us_per_mib", "page-faults", "minflt")
 

@@ -20,21 +20,22 @@ import math
 import statistics
 
 from .. import _environment as env
-from .._counters import Reading
 from .._errors import BadInput
+from .._reading import Reading
 from .._results import Claim
-from ._common import MIB
+from .._workloads import LATENCY_MAX_SIZES as MAX_SIZES  # one counted region per size
+from .._workloads import latency_sizes as sizes  # the C sweep's own formula (lat_sizes)
+from .._workloads import workload
+from ._common import HUGE_PAGE
 from ._hw_or_sim import attach, simulated
 
 TIMEOUT = 300
 COUNTS = ("L1-dcache-load-misses", "LLC-load-misses", "dTLB-load-misses")
 EVENTS = ",".join(COUNTS + ("page-faults",))
-MAX_SIZES = 64  # one counted region per size, and a pl_out holds 64 (PL_OUT_MAX_REGIONS)
 AUTO_FACTOR = 4  # auto max_kb: 4x the largest cache, so memory's plateau shows clearly
 AUTO_CAP_KB = 512 * 1024  # beyond this a sweep takes minutes (the warm-up lap alone)
 FALLBACK_MAX_KB = 64 * 1024  # no cache sizes in sysfs: 4x a 16 MiB LLC, common on lab machines
-HUGE_PAGE = 2 * MIB  # a PMD: the buffer is aligned to and, with pages=huge, made of these
-PAGES_HUGE = 0  # the index of "huge" in the C table's pages choices
+PAGES_HUGE = workload("latency").params["pages"].choices.index("huge")
 # Adjacent levels of a memory hierarchy differ by 2x or more (L1 -> L2 ~3x, L2 -> L3 ~3x,
 # L3 -> DRAM 3-10x), reached within an octave or two of sizes: a rise of 1.5x per octave is a
 # climb; inside a level the fastest of several repetitions varies by a few percent.
@@ -51,22 +52,6 @@ SUMMARY = (
     "LLC misses/load",
     "dTLB misses/load",
 )
-
-
-def sizes(min_kb, max_kb, ppo):
-    """The working-set sizes in KiB; the same formula as lat_sizes() in csrc/workloads/latency.c."""
-    out = []
-    octave = 0
-    while min_kb << octave <= max_kb:
-        base = min_kb << octave
-        for step in range(ppo):
-            kb = base + base * step // ppo
-            if kb > max_kb:
-                break
-            if not out or kb != out[-1]:
-                out.append(kb)
-        octave += 1
-    return out
 
 
 def _caches():

@@ -6,18 +6,18 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._counters import Reading
 from .._maps import KINDS, parse_maps
+from .._reading import Reading
 from .._results import Claim, Measured
+from .._scratch import choose
+from .._workloads import ADDR_NO_RANDOMIZE, VSYSCALL_BASE
+from .._workloads import MAPS_LARGE_BLOCK as LARGE_BLOCK
+from .._workloads import MAPS_SMALL_BLOCK as SMALL_BLOCK
 from ._common import MIB
 
 TIMEOUT = 60
 RUNS = 2  # two fresh processes show what moves; a chance repeat is <= 2**-13 (brk: 32 MiB range)
-SMALL_BLOCK, LARGE_BLOCK = 4096, MIB  # the C workload's two malloc blocks
 THREAD_STACK = 8 * MIB  # glibc's default pthread stack (RLIMIT_STACK), reserved per thread
-VSYSCALL_BASE = 0xFFFFFFFFFF600000  # fixed by the x86-64 ABI, the same in every process
-ADDR_NO_RANDOMIZE = 0x0040000  # personality flag set by `setarch -R`
-TRAILER_MARK = "#pagelab-objects\n"  # where the C workload's object lines start
 SOURCE = "rusage"  # read from /proc/PID/maps: the /proc class of sources
 SUMMARY = ("regions", "size_kib", "moved")
 EXPECTED = {  # where each object the worker reports must live
@@ -75,34 +75,27 @@ class Snapshot:
         return out
 
 
-def snapshot(text):
-    """Split the worker's text into the map and the object lines after it, and parse both."""
-    maps, _, tail = text.partition(TRAILER_MARK)
-    objects, facts = {}, {}
-    for line in tail.splitlines():
-        key, _, rest = line.partition(" ")
-        if key == "object":
-            address, _, name = rest.partition(" ")
-            objects[name] = int(address, 16)
-        else:
-            facts[key] = rest
-    exe = facts.get("exe", "").removesuffix(" (deleted)") or None
+def snapshot(facts):
+    """One process from the worker's typed facts: its map (parsed), objects and personality."""
+    process = facts["process"]
+    exe = process["exe"].removesuffix(" (deleted)") or None
     return Snapshot(
-        maps,
-        parse_maps(maps, executable=exe),
-        objects,
-        int(facts.get("personality", "0"), 16),
-        facts.get("truncated") == "1",
+        process["maps"],
+        parse_maps(process["maps"], executable=exe),
+        dict(facts.get("object", {})),
+        process["personality"],
+        bool(process["truncated"]),
     )
 
 
 def run(ctx):
     runs = []
+    scratch = choose(0, "maps")  # the temp file is sparse: it takes no disk blocks
     for i in range(RUNS):
         if ctx.progress:
             ctx.progress(f"maps: fresh process {i + 1} of {RUNS}")
-        _, raw = ctx.workload(what="maps")
-        runs.append(snapshot(raw["text"]))
+        _, raw = ctx.workload(what="maps", scratch=scratch)
+        runs.append(snapshot(raw["facts"]))
     level = randomize_va_space()
     off = _aslr_off(level, runs[0].personality)
     heap_off = off or (HEAP_LEVEL_1 if level == 1 else None)

@@ -2,28 +2,19 @@
 MAP_POPULATE, written and then msync'd: where each one takes its faults and its disk I/O."""
 
 import math
-import os
-import re
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
-from .._counters import Reading
-from .._errors import BadInput
+from .._reading import Reading
 from .._results import Claim
-from ._common import MIB, PAGE, unavailable
+from .._scratch import MEMORY_FS, choose
+from .._workloads import MMAP_FILL_CHUNK
+from ._common import BLOCK, MIB, PAGE, unavailable
 
 TIMEOUT = 300  # the defaults take ~2 s; a multi-GiB file is read 4 times and written 3
 EVENTS = "page-faults,minor-faults,major-faults"
 MODES = ("anon", "private", "shared")
 VARIANTS = tuple(f"{m}{p}" for m in MODES for p in ("", "+populate"))
 PHASES = ("mmap", "write", "msync", "munmap")
-BLOCK = 512  # ru_inblock/ru_oublock unit: the kernel keeps bytes of I/O and reports them >> 9
-FILL_CHUNK = MIB  # the C workload writes the file in 1 MiB pieces
-# Filesystems that keep files in memory: no writeback and no disk, so no blocks in or out.
-MEMORY_FS = {"tmpfs", "ramfs", "hugetlbfs", "devtmpfs"}
-SCRATCH_ENV = "PAGELAB_SCRATCH"  # a directory for the file, chosen by the user
-DISK_SHARE = 2  # the file may take at most 1/DISK_SHARE of the free space where it is made
 # Writes to private or anonymous memory produce no output blocks at all; this margin only keeps
 # unrelated accounting (e.g. the interpreter paging its own code) from deciding the claim.
 STRAY = 0.01
@@ -33,101 +24,24 @@ SUMMARY = ("page-faults", "minflt", "majflt", "inblock", "oublock", "ms")
 def memory(p):
     size = p["size_mb"] * MIB
     # resident: the file's page cache plus the private copies of it (or the anonymous pages)
-    return 2 * size, size + FILL_CHUNK + size // PAGE
-
-
-# ---- where the file goes -----------------------------------------------------------------
-
-
-def _unescape(field):
-    """mountinfo escapes space, tab, newline and backslash as \\ooo octal."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), field)
-
-
-def filesystem_type(path, root="/"):
-    """The type of the filesystem holding ``path`` (from proc/self/mountinfo), or None."""
-    try:
-        text = os.fsdecode((Path(root) / "proc/self/mountinfo").read_bytes())  # as paths are
-    except OSError:
-        return None
-    real = os.path.realpath(path)
-    best, kind = -1, None
-    for line in text.splitlines():
-        left, _, right = line.partition(" - ")
-        fields = left.split()
-        if len(fields) < 5 or not right:
-            continue
-        mount = _unescape(fields[4])
-        inside = real == mount or real.startswith(mount.rstrip("/") + "/")
-        if inside and len(mount) >= best:  # the deepest mount wins; a later one covers earlier
-            best, kind = len(mount), right.split()[0]
-    return kind
-
-
-def choose_directory(size, candidates=None):
-    """(directory, filesystem type) for the temp file: the first writable candidate on a
-    block-backed filesystem with room to spare, else a memory filesystem (the claims about
-    disk I/O then say they could not be evaluated). BadInput if nothing has the room.
-
-    The candidates are $PAGELAB_SCRATCH alone when it is set, else the temp directory,
-    /var/tmp and the working directory."""
-    scratch = os.environ.get(SCRATCH_ENV)
-    candidates = candidates or (
-        [scratch] if scratch else [tempfile.gettempdir(), "/var/tmp", os.getcwd()]
-    )
-    memory_fs, short = None, []
-    for d in dict.fromkeys(candidates):
-        if not (os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK)):
-            continue
-        st = os.statvfs(d)
-        free = st.f_bavail * st.f_frsize
-        kind = filesystem_type(d)
-        if free < DISK_SHARE * size:
-            short.append(f"{d} has {free // MIB:,} MiB free")
-            continue
-        if kind not in MEMORY_FS:
-            return d, kind
-        memory_fs = memory_fs or (d, kind)
-    if memory_fs:
-        return memory_fs
-    if not short:
-        raise BadInput(
-            f"mmap-modes found no writable directory for its file among "
-            f"{', '.join(candidates)} (set {SCRATCH_ENV} to one)"
-        )
-    raise BadInput(
-        f"mmap-modes may use at most 1/{DISK_SHARE} of the free disk space for its "
-        f"{size // MIB:,} MiB file ({'; '.join(short)}); choose a smaller size_mb"
-    )
-
-
-def task(directory, params, events):
-    """In the worker: run the C workload with the temp file created in ``directory``."""
-    from .._workloads import execute
-
-    os.chdir(directory)
-    return execute("mmap-modes", params, events)
+    return 2 * size, size + MMAP_FILL_CHUNK + size // PAGE
 
 
 # ---- the run -----------------------------------------------------------------------------
 
 
 def run(ctx):
-    from .._run import measurements
-
     p = ctx.params
     size = p["size_mb"] * MIB
-    directory, fstype = choose_directory(size)
-    raw = ctx.call(
-        "pagelab.experiments.mmap_modes:task", directory=directory, params=p, events=EVENTS
-    )
-    measured = measurements(raw)
+    scratch = choose(size, "mmap-modes")
+    measured, raw = ctx.workload(EVENTS, scratch=scratch)
     for m in measured:
         if "minflt" in m.metrics:
             m.add(Reading("faults", m["minflt"].value + m["majflt"].value, "rusage"))
             m.add(Reading("ms", m["elapsed"].value * 1e3, "clock", "ms"))
     pages = size // PAGE
-    shape = Shape(pages, math.ceil(pages / p["stride_pages"]), fstype, directory)
+    written = math.ceil(pages / p["stride_pages"])
+    shape = Shape(pages, written, scratch.fs_type, scratch.path, raw["facts"]["file"]["how"])
     by = {m.label: m for m in measured}
     claims = [
         _shared_out(by, shape),
@@ -147,6 +61,7 @@ class Shape:
     written: int
     fstype: str | None
     directory: str
+    how: str  # O_TMPFILE, or unlinked (a name for a moment: no O_TMPFILE there)
 
     @property
     def on_disk(self):
@@ -324,9 +239,13 @@ def _reads(by, s):
     )
 
 
+def _how(s):
+    return "O_TMPFILE" if s.how == "O_TMPFILE" else "created with a name and unlinked at once"
+
+
 def _notes(by, s):
     notes = [
-        f"the file: an unnamed O_TMPFILE in {s.directory} ({s.fstype}); inblock and "
+        f"the file: unnamed ({_how(s)}) in {s.directory} ({s.fstype}); inblock and "
         f"oublock count {BLOCK}-byte blocks (the kernel's byte counts shifted by 9)",
         "MAP_POPULATE faults are taken by the kernel inside mmap: rusage counts them, "
         "perf's page-faults event (which fires only for faults raised by user code) does "

@@ -11,18 +11,17 @@ import os
 import platform
 
 from .. import _environment as env
-from .._counters import Reading
 from .._errors import BadInput, BudgetExceeded, PagelabError
+from .._reading import Reading
 from .._results import Claim
 from .._worker import ADDRESS_SPACE_SLACK
-from ._common import MIB, ratio_text
+from .._workloads import MAP32_WINDOW as WINDOW
+from ._common import HUGE_PAGE, MIB, ratio_text
 
 TIMEOUT = 120
 EVENTS = "page-faults"  # filling 1 GiB of address space should fault in nothing
 GIB = 1 << 30
-WINDOW = (1 << 30, 2 << 30)  # arch/x86/kernel/sys_x86_64.c: find_start_end()
 BASE_RANDOM = 32 * MIB  # the search base is 1 GiB plus a random offset below 32 MiB
-HUGE_PAGE = 2 * MIB
 # A 2 MiB-multiple anonymous mapping is aligned for transparent huge pages (Linux 6.7+): its
 # first address may sit up to one alignment step plus one 2 MiB shift above the search base.
 THP_SLACK = 2 * HUGE_PAGE

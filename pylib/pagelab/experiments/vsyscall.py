@@ -1,7 +1,7 @@
 """vsyscall: the legacy vsyscall page is trapped and emulated, one page fault per call."""
 
 from .. import _environment as env
-from .._counters import Reading
+from .._reading import Reading
 from .._results import Claim, Measured
 from .._worker import WorkerDied
 from ._common import mean_stdev, per, ratio_text, unavailable
