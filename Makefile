@@ -10,9 +10,10 @@ STAMP := $(VENV)/.pagelab-installed
 # Everything that changes the compiled extension or the installed metadata.
 INSTALL_INPUTS := pyproject.toml setup.py pylib/pagelab/_ffi_build.py \
 	$(shell find csrc -name '*.[ch]' -not -path 'csrc/tools/*')
-# command:debian-package pairs the tests use (valgrind for cachegrind agreement, perf for
-# `perf stat` agreement). Installed only when missing and only when running as root.
-SYSTEM_DEPS := valgrind:valgrind perf:linux-perf
+# command:debian-package pairs the tests and chapters use (valgrind for cachegrind agreement and
+# lackey traces, perf for `perf stat` agreement, strace for chapter 10's startup trace).
+# Installed only when missing and only when running as root.
+SYSTEM_DEPS := valgrind:valgrind perf:linux-perf strace:strace
 
 .PHONY: setup lab test system-deps clean
 
@@ -21,7 +22,7 @@ setup: system-deps $(STAMP)
 $(STAMP): $(INSTALL_INPUTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[lab,bench,test]'
 	@touch $@
 
 system-deps:

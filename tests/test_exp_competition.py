@@ -190,7 +190,7 @@ def _workers():
             stat = (d / "stat").read_text()
         except OSError:
             continue
-        if cmd[:3] == [sys.executable.encode(), b"-m", b"pagelab._worker"]:
+        if cmd[:3] == [sys.executable.encode(), b"-I", b"-c"] and b"pagelab._worker" in cmd[3]:
             fields = stat[stat.rindex(")") + 2 :].split()
             if fields[0] != "Z":
                 out[int(d.name)] = int(fields[1])

@@ -97,7 +97,7 @@ def test_cachelab_json(pagelab_cmd, trace):
         (["{bad}", "-s", "1", "-E", "1", "-b", "1"], "line 3"),
         (["{bad}", *SMALL], "line 3"),
         (["{trace}", "-s", "1", "-E", "0", "-b", "1"], "-E must be"),
-        (["{trace}", "-s", "1", "-E", "1", "-b", "x"], "invalid int value"),
+        (["{trace}", "-s", "1", "-E", "1", "-b", "x"], "-b must be an integer"),
         (["{trace}", "-s", "1", "-E", "1"], "all three of -s, -E and -b"),
         (["{trace}", "-s", "1", "-E", "1", "-b", "1", "--l1", "1K:2:64"], "--l1 does not apply"),
         (["{trace}", "-v"], "-v is for cache-lab mode"),

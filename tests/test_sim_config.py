@@ -178,9 +178,11 @@ def small():
         (([0, 64], [0, 3]), "ops must be 0"),
         (([0, 64], 5), "op 5"),
         (([0, 64], [0]), "must match the 2 addresses"),
-        (([0, 64], None, [8, 0]), "at least 1 byte"),
-        (([0, 64], None, 0), "at least 1 byte"),
+        (([0, 64], None, [8, 0]), "sizes must be 1 to 512 bytes"),
+        (([0, 64], None, 0), "sizes must be 1 to 512 bytes"),
         (([0, 64], None, 2**32), "sizes must lie"),
+        (([0, 64], None, [8, 513]), "sizes must be 1 to 512 bytes"),
+        (([0, 64], None, 2**32 - 1), "sizes must be 1 to 512 bytes"),
         ((["a"],), "must be integers"),
     ],
 )

@@ -1,6 +1,7 @@
 """The simulator's C core called directly through pagelab._native: parser, checks, CPUID."""
 
 import errno
+import random
 
 import numpy as np
 import pytest
@@ -58,7 +59,8 @@ def test_parser_reads_lackey_records_and_skips_the_rest(tmp_path):
         (" L 10,0", "size 0"),
         (" L 10,1x", "unexpected text after the size"),
         (" L 1ffffffffffffffff,1", "does not fit in 64 bits"),
-        (" L 10,4294967296", "does not fit in 32 bits"),
+        (" L 10,4294967296", "larger than a lackey record holds"),
+        (" L 10,513", "larger than a lackey record holds"),
         ("hello", "not a lackey record"),
     ],
 )
@@ -220,3 +222,22 @@ def test_cpuid_on_this_machine_answers():
         assert 1 <= d.ways <= d.entries
     if rc & 2:
         assert 1 <= s.ways <= s.entries
+
+
+def test_parser_reads_every_address_width_and_case(tmp_path):
+    """Addresses of 1 to 16 hex digits (and zero-padded beyond), lower and upper case, with and
+    without 0x, parse to their values: the word-at-a-time hex conversion is exact."""
+    rng = random.Random(3)
+    values = [0, 1, 2**64 - 1] + [rng.randrange(16 ** (k - 1), 16**k) for k in range(1, 17)]
+    forms = [
+        lambda v: f"{v:x}",
+        lambda v: f"{v:X}",
+        lambda v: f"0x{v:x}",
+        lambda v: f"{v:020x}",  # 20 digits, the first 4 zeros
+        lambda v: f"{v:08x}",  # lackey's own width
+    ]
+    p = tmp_path / "t"
+    p.write_text("".join(f" L {form(v)},4\n" for v in values for form in forms))
+    records, t = read_all(p, cap=64)
+    assert [a for _, a, _ in records] == [v for v in values for _ in forms]
+    assert t.loads == len(values) * len(forms)

@@ -9,6 +9,7 @@
 #include "pl_counters.h"
 #include "pl_cpuid.h"
 #include "pl_events.h"
+#include "pl_reclaim.h"
 #include "pl_region.h"
 #include "pl_sampling.h"
 #include "pl_sim.h"

@@ -49,6 +49,7 @@ int pl_group_disable(const struct pl_group *g);
 int pl_group_read(const struct pl_group *g, struct pl_counts *c);
 void pl_group_close(struct pl_group *g);
 int64_t pl_group_read_loop(const struct pl_group *g, int64_t n);
+int64_t pl_group_syscall_loop(const struct pl_group *g, int64_t n);
 
 /* pl_region.h: the snapshot a workload takes around its hot loop (pl_sim_stats: see pl_sim.h) */
 struct pl_sim_counts {
@@ -147,7 +148,8 @@ pid_t pl_spawn_gated(const char *path, char *const argv[], int *gate, int *exec_
 int pl_spawn_release(int gate, int exec_status);
 
 /* pl_worker.h */
-int pl_worker_init(void);
+pid_t pl_worker_spawn(const char *path, char *const argv[], char *const envp[], const int fds[4],
+                      pid_t parent);
 
 /* pl_out.h */
 #define PL_LABEL_MAX ...
@@ -227,6 +229,8 @@ extern const int pl_workload_count;
 #define PL_HUGE_PAGE ...
 #define PL_CACHE_LINE ...
 #define PL_LAT_MAX_SIZES ...
+#define PL_MOUNTAIN_WORD ...
+#define PL_MOUNTAIN_MAX_POINTS ...
 #define PL_COMPETITION_SLICES ...
 #define PL_COMPETITION_WRITE_CHUNK ...
 #define PL_MMAP_FILL_CHUNK ...
@@ -288,6 +292,7 @@ int pl_lat_sizes(int64_t min_kb, int64_t max_kb, int64_t ppo, int64_t *out, int 
 #define PL_SIM_MAX_TLBS ...
 #define PL_SIM_MAX_LINES ...
 #define PL_SIM_MAX_WAYS ...
+#define PL_SIM_MAX_ACCESS ...
 #define PL_POLICY_LRU ...
 #define PL_POLICY_FIFO ...
 #define PL_POLICY_RANDOM ...
@@ -357,6 +362,7 @@ struct pl_trace {
 int pl_trace_open(const char *path, struct pl_trace **out);
 void pl_trace_close(struct pl_trace *t);
 long pl_trace_read(struct pl_trace *t, uint64_t *addr, uint32_t *size, uint8_t *op, long cap);
+long pl_trace_replay(struct pl_trace *t, struct pl_sim *sim, long cap, int ignore_size);
 
 /* pl_cpuid.h: TLB geometry from CPUID */
 struct pl_cpuid_tlb {
@@ -370,3 +376,18 @@ int pl_cpuid_decode_amd(uint32_t page_size, const uint32_t regs5[4], const uint3
                         struct pl_cpuid_tlb *dtlb, struct pl_cpuid_tlb *stlb);
 int pl_cpuid_decode_intel(uint32_t page_size, const uint32_t *regs, int n,
                           struct pl_cpuid_tlb *dtlb, struct pl_cpuid_tlb *stlb);
+
+/* pl_reclaim.h: the page-reclaim model */
+enum pl_reclaim_policy {
+    PL_RECLAIM_FIFO,
+    PL_RECLAIM_LRU,
+    PL_RECLAIM_CLOCK,
+    PL_RECLAIM_KERNEL,
+    PL_RECLAIM_NEVER_ACTIVATE,
+    PL_RECLAIM_NPOLICIES
+};
+struct pl_reclaim_stats {
+    int64_t refs, faults, evictions, activations, deactivations;
+};
+int pl_reclaim_run(const int32_t *refs, int64_t n, int32_t npages, int32_t frames, int policy,
+                   struct pl_reclaim_stats *out);

@@ -49,5 +49,8 @@ int pl_group_read(const struct pl_group *g, struct pl_counts *c);
 void pl_group_close(struct pl_group *g);
 /* For benchmarks: n reads back to back in C; returns the total ns (CLOCK_MONOTONIC), or -errno. */
 int64_t pl_group_read_loop(const struct pl_group *g, int64_t n);
+/* The yardstick of pl_group_read_loop: n bare read(2)s of the group leader's fd into a buffer of
+ * the size pl_group_read uses, nothing else; total ns, or -errno. */
+int64_t pl_group_syscall_loop(const struct pl_group *g, int64_t n);
 
 #endif

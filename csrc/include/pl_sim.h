@@ -22,6 +22,10 @@
 #define PL_SIM_MAX_LINES (1u << 22)
 /* Classification's fully associative shadow indexes its lines with 32-bit numbers. */
 #define PL_SIM_MAX_WAYS 4096
+/* The widest single access, in bytes: lackey reports data accesses of at most 512 bytes (its
+ * MAX_DSIZE: an FXSAVE area); anything wider is many accesses. Traces and Simulator.access
+ * refuse larger sizes, which also bounds one access's work to a few lines. */
+#define PL_SIM_MAX_ACCESS 512
 
 /* Replacement policies of the cache levels (TLBs are always LRU). */
 #define PL_POLICY_LRU 0
@@ -72,7 +76,10 @@ struct pl_sim_config {
     uint32_t page_size; /* bytes, a power of two >= every line size when there is a TLB */
     int policy;         /* PL_POLICY_*, for the cache levels */
     uint64_t seed;      /* PL_POLICY_RANDOM's seed; the same seed replays the same choices */
-    int classify;       /* 1: classify misses as compulsory / capacity / conflict */
+    int classify;       /* bit i set: classify level i's misses (compulsory / capacity /
+                           conflict); a level's classification costs a hash lookup per access
+                           that misses the most recently used line, so only levels whose
+                           classes are reported pay for it */
 };
 
 /* Counts of one cache level or TLB. hits = reads + writes - read_misses - write_misses. */

@@ -1,9 +1,16 @@
-/* Process setup for pagelab's worker processes. */
+/* Starting pagelab's worker processes. */
 #ifndef PL_WORKER_H
 #define PL_WORKER_H
 
-/* Die with SIGKILL when the parent (the notebook kernel or CLI) goes away, so no worker is ever
- * left holding memory. Returns 0, or -ESRCH if the parent is already gone, or -errno. */
-int pl_worker_init(void);
+#include <sys/types.h>
+
+/* Fork and execve(path, argv, envp) a worker in a session of its own, with fds[0..3] as its
+ * fds 0 (stdin), 1, 2 and 3 (the result pipe). The death signal (SIGKILL) is armed before exec
+ * and the child then checks that `parent` still lives, so no worker outlives its caller even if
+ * the caller dies while the worker starts. PR_SET_PDEATHSIG fires when the forking *thread*
+ * exits: call this from a thread that lives as long as the process. Only async-signal-safe
+ * calls run between fork and exec. Returns the pid, or -errno (also the child's exec errno). */
+pid_t pl_worker_spawn(const char *path, char *const argv[], char *const envp[], const int fds[4],
+                      pid_t parent);
 
 #endif

@@ -16,6 +16,8 @@ int pl_latency_run_sim(struct pl_ctx *c);
 #define PL_HUGE_PAGE (2u << 20) /* a PMD: what one transparent-huge-page fault maps */
 #define PL_CACHE_LINE 64 /* cache: the unit of access, one line of x86-64 and most arm64 cores */
 #define PL_LAT_MAX_SIZES PL_OUT_MAX_REGIONS /* latency: one region per working-set size */
+#define PL_MOUNTAIN_WORD 8                  /* mountain: bytes per load (it reads uint64_t) */
+#define PL_MOUNTAIN_MAX_POINTS 1000         /* mountain: one value per point; a pl_out holds 1024 */
 #define PL_COMPETITION_SLICES 20 /* competition: time slices per phase, the per-cycle timeline */
 #define PL_COMPETITION_WRITE_CHUNK (1u << 20) /* competition: the file's write(2) size */
 #define PL_MMAP_FILL_CHUNK (1u << 20)         /* mmap-modes: the file's pwrite(2) size */
@@ -47,6 +49,7 @@ int pl_scratch_file(const char *tag, int *named);
 extern const struct pl_workload pl_wl_maps;
 extern const struct pl_workload pl_wl_cache;
 extern const struct pl_workload pl_wl_latency;
+extern const struct pl_workload pl_wl_mountain;
 extern const struct pl_workload pl_wl_first_touch;
 extern const struct pl_workload pl_wl_vsyscall;
 extern const struct pl_workload pl_wl_mmap_modes;

@@ -97,7 +97,7 @@ int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out)
     for (int i = 0; i < cfg->nlevels && !rc; i++) {
         const struct pl_cache_geom *g = &cfg->level[i];
         rc = pl_cache_init(&k->level[i], g->size / g->line, g->ways, log2_of(g->line), cfg->policy,
-                           cfg->seed + (uint64_t)i * LEVEL_SEED_STEP, cfg->classify != 0);
+                           cfg->seed + (uint64_t)i * LEVEL_SEED_STEP, (cfg->classify >> i) & 1);
     }
     for (int i = 0; i < cfg->ntlbs && !rc; i++)
         rc = pl_cache_init(&k->tlb[i], cfg->tlb[i].entries, cfg->tlb[i].ways, k->page_shift,

@@ -29,11 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pl_compat.h"
 #include "pl_workloads.h"
-
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT 21 /* Linux 5.4; older headers lack the name, older kernels say EINVAL */
-#endif
 
 #define WRITE_CHUNK PL_COMPETITION_WRITE_CHUNK /* few syscalls, a small buffer */
 #define SLICES PL_COMPETITION_SLICES

@@ -20,6 +20,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "pl_compat.h"
 #include "pl_ebizzy.h"
 #include "pl_sampling.h"
 #include "pl_steady.h"

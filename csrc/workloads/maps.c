@@ -106,6 +106,15 @@ static int build(struct pl_ctx *c, struct layout *l)
     /* removed at once: nothing is left behind even if the worker is killed; the mapping keeps
      * the inode alive and the map shows it as "(deleted)" */
     int rc = unlink(path) == 0 && ftruncate(fd, (off_t)l->len) == 0 ? 0 : -errno;
+    /* the one page written below gets its block now: on a full filesystem (a small tmpfs) the
+     * write would be SIGBUS; this way it is ENOSPC, said in words. The rest stays sparse. */
+    int err = rc ? 0 : posix_fallocate(fd, 0, sysconf(_SC_PAGESIZE));
+    if (err) {
+        close(fd);
+        return pl_out_fail(c->out, -err,
+                           "cannot reserve a page for a temp file in the scratch directory: %s",
+                           strerror(err));
+    }
     if (!rc) {
         l->file = mmap(NULL, l->len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
         rc = l->file == MAP_FAILED ? -errno : 0;

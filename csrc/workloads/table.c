@@ -2,9 +2,9 @@
 
 /* The single list of experiments, in the order chapters and `pagelab run all` use. */
 const struct pl_workload *const pl_workload_table[] = {
-    &pl_wl_maps,        &pl_wl_cache,         &pl_wl_latency,
-    &pl_wl_vsyscall,    &pl_wl_first_touch,   &pl_wl_mmap_modes,
-    &pl_wl_competition, &pl_wl_thread_stacks, &pl_wl_ebizzy,
+    &pl_wl_maps,          &pl_wl_cache,       &pl_wl_latency,    &pl_wl_mountain,
+    &pl_wl_vsyscall,      &pl_wl_first_touch, &pl_wl_mmap_modes, &pl_wl_competition,
+    &pl_wl_thread_stacks, &pl_wl_ebizzy,
 };
 
 const int pl_workload_count = (int)(sizeof pl_workload_table / sizeof pl_workload_table[0]);

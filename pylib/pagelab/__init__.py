@@ -1,39 +1,62 @@
 """pagelab: a Jupyter teaching lab for the Linux memory system.
 
 Every number carries its source: hw (PMU), sw (kernel software event), rusage, sim or clock.
+
+The public names below load on first use (PEP 562), so ``import pagelab`` costs next to nothing
+and a tool pays only for what it touches: ``pagelab sim trace`` never loads numpy, plotly or the
+experiments.
 """
 
-from ._counters import CounterGroup, Measurement, measure
-from ._doctor import doctor
-from ._errors import BadInput, BudgetExceeded, CounterUnavailable, PagelabError, UnknownEvent
-from ._events import DEFAULT_EVENTS, Event, event, events
-from ._maps import parse_maps
-from ._reading import Reading
-from ._results import Claim, Measured, Result
-from ._run import experiment_names, parameters, run, run_all
-from ._schema import json_schema
-from ._sim import (
-    CachelabResult,
-    LevelStats,
-    SimStats,
-    Simulator,
-    TLBStats,
-    TraceInfo,
-    cachelab,
-    scan_trace,
-)
-from ._simconfig import CacheGeometry, SimConfig, TLBGeometry, default_config
-from ._stat import stat
+import importlib
+
 from ._version import __version__
-from ._worker import Interrupted, WorkerDied, WorkerError, WorkerTimeout
+
+_EXPORTS = {
+    "._counters": ("CounterGroup", "Measurement", "measure"),
+    "._doctor": ("doctor",),
+    "._errors": (
+        "BadInput",
+        "BudgetExceeded",
+        "CounterUnavailable",
+        "PagelabError",
+        "UnknownEvent",
+    ),
+    "._events": ("DEFAULT_EVENTS", "Event", "event", "events"),
+    "._maps": ("parse_maps",),
+    "._report": ("ClassReport", "class_report"),
+    "._reading": ("Reading",),
+    "._reclaim": ("RECLAIM_POLICIES", "ReclaimResult", "page_string", "reclaim"),
+    "._results": ("Claim", "Measured", "Result"),
+    "._run": ("experiment_names", "parameters", "run", "run_all"),
+    "._samples": ("sample_program", "sample_trace"),
+    "._schema": ("json_schema",),
+    "._sim": (
+        "CachelabResult",
+        "LevelStats",
+        "SimStats",
+        "Simulator",
+        "TLBStats",
+        "TraceInfo",
+        "cachelab",
+        "scan_trace",
+    ),
+    "._simconfig": ("CacheGeometry", "SimConfig", "TLBGeometry", "default_config"),
+    "._source": ("Source", "source"),
+    "._squeeze": ("sandbox_parent", "squeeze"),
+    "._stat": ("stat",),
+    "._worker": ("Interrupted", "WorkerDied", "WorkerError", "WorkerTimeout"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "DEFAULT_EVENTS",
+    "RECLAIM_POLICIES",
     "BadInput",
     "BudgetExceeded",
     "CacheGeometry",
     "CachelabResult",
     "Claim",
+    "ClassReport",
     "CounterGroup",
     "CounterUnavailable",
     "Event",
@@ -43,10 +66,12 @@ __all__ = [
     "Measurement",
     "PagelabError",
     "Reading",
+    "ReclaimResult",
     "Result",
     "SimConfig",
     "SimStats",
     "Simulator",
+    "Source",
     "TLBGeometry",
     "TLBStats",
     "TraceInfo",
@@ -56,6 +81,7 @@ __all__ = [
     "WorkerTimeout",
     "__version__",
     "cachelab",
+    "class_report",
     "default_config",
     "doctor",
     "event",
@@ -63,10 +89,30 @@ __all__ = [
     "experiment_names",
     "json_schema",
     "measure",
+    "page_string",
     "parameters",
     "parse_maps",
+    "reclaim",
     "run",
     "run_all",
+    "sample_program",
+    "sample_trace",
+    "sandbox_parent",
     "scan_trace",
+    "source",
+    "squeeze",
     "stat",
 ]
+
+
+def __getattr__(name):
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pagelab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__():
+    return __all__

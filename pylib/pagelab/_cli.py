@@ -1,11 +1,13 @@
 """The `pagelab` command line. Bad input exits 2 with one line on stderr; nothing is half-run."""
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
 
-from ._errors import BadInput, PagelabError
+from ._errors import BadInput, PagelabError, os_error_line
+from ._numbers import format_size
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,7 +40,7 @@ def _stat(args):
         _print_json(result.to_dict())
     else:
         print(result, file=sys.stderr)
-    return result.exit_status
+    return result.exit_status  # as shells report it: 128 + N for a child killed by signal N
 
 
 def _settings(pairs):
@@ -59,9 +61,15 @@ def _run(args):
     from ._version import __version__
 
     if args.list:
-        for name in runner.experiment_names():
+        if args.set or args.sim or args.json:
+            raise BadInput("run --list takes no --set, --sim or --json")
+        if args.experiment == "all":
+            raise BadInput("run --list takes one experiment name, or none for all of them")
+        names = [args.experiment] if args.experiment else runner.experiment_names()
+        for name in names:
+            params = runner.parameters(name).values()  # BadInput for an unknown name
             print(name)
-            for p in runner.parameters(name).values():
+            for p in params:
                 print(f"    {p.describe()}")
         return 0
     if not args.experiment:
@@ -85,6 +93,7 @@ def _run(args):
     _print_json(result.to_dict()) if args.json else print(result)
 
 
+CONFIG_LIMIT = 1 << 20  # a simulator config is a few hundred bytes; /dev/zero is not one
 _MODEL_OPTIONS = ("config", "l1", "l2", "llc", "tlb", "stlb", "page", "policy", "seed")
 
 
@@ -93,8 +102,13 @@ def _sim_spec(args):
     spec = {}
     if args.config:
         try:
-            with open(args.config) as f:
-                spec = json.load(f)
+            with open(args.config, "rb") as f:
+                text = f.read(CONFIG_LIMIT + 1)
+            if len(text) > CONFIG_LIMIT:
+                raise ValueError(f"longer than {format_size(CONFIG_LIMIT)}")
+            spec = json.loads(text)
+        except RecursionError:
+            raise BadInput(f"cannot read config {args.config}: nested too deeply") from None
         except (OSError, ValueError) as e:
             raise BadInput(f"cannot read config {args.config}: {e}") from None
         if not isinstance(spec, dict):
@@ -131,10 +145,59 @@ def _sim_trace(args):
     return 0
 
 
-def _lab(args):
-    from ._lab import lab_command
+def _bench(args):
+    from . import _bench
 
-    argv = lab_command(args.extra)
+    def log(msg):
+        print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+    if args.output and importlib.util.find_spec("pyperf") is None:
+        raise BadInput("-o needs pyperf: pip install 'pagelab[bench]'")
+    doc = _bench.run(fast=args.fast, log=log)
+    if args.output:
+        _bench.pyperf_suite(doc).dump(args.output, replace=True)
+    if args.json:
+        _print_json(doc)
+    else:
+        for key, f in doc["figures"].items():
+            value = "unavailable" if f["value"] is None else f"{f['value']:.4g} {f['unit']}"
+            goal = (
+                ""
+                if f.get("goal") is None
+                else f"  (goal {f['goal']:g}: {'met' if f['met'] else 'missed'})"
+            )
+            print(f"{key:<36} {value}{goal}")
+    return 0
+
+
+def _report(args):
+    from ._report import class_report
+
+    report = class_report(args.directory)
+    figure = report.figure() if args.figure else None
+    try:
+        written = report.write_pyperf(args.pyperf) if args.pyperf else []
+        if figure:
+            figure.write_html(args.figure)
+            written.append(args.figure)
+    except OSError as e:
+        raise BadInput(f"cannot write {e.filename}: {e.strerror}") from None
+    for path in written:
+        print(f"pagelab: wrote {path}", file=sys.stderr)
+    _print_json(report.to_dict()) if args.json else print(report)
+    return 0
+
+
+def _lab(args):
+    from ._lab import lab_command, sync_chapters, work_dir
+
+    if args.copy_only:
+        if args.extra:
+            raise BadInput(f"--copy-only starts no JupyterLab: drop {' '.join(args.extra)}")
+        print(f"pagelab: {sync_chapters(reset=args.reset)}", file=sys.stderr)
+        return 0
+    argv = lab_command(args.extra, work_dir())
+    print(f"pagelab: {sync_chapters(reset=args.reset)}", file=sys.stderr, flush=True)
     os.execv(argv[0], argv)
 
 
@@ -190,9 +253,9 @@ def _parser():
         "cache-lab mode, output as CS:APP's csim-ref.",
     )
     t.add_argument("file", help="trace from valgrind --tool=lackey --trace-mem=yes")
-    t.add_argument("-s", type=int, help="cache-lab: 2^s sets")
-    t.add_argument("-E", type=int, help="cache-lab: lines per set")
-    t.add_argument("-b", type=int, help="cache-lab: 2^b-byte blocks")
+    t.add_argument("-s", help="cache-lab: 2^s sets")
+    t.add_argument("-E", help="cache-lab: lines per set")
+    t.add_argument("-b", help="cache-lab: 2^b-byte blocks")
     t.add_argument("-v", "--verbose", action="store_true", help="cache-lab: one line per record")
     t.add_argument(
         "--config",
@@ -206,7 +269,7 @@ def _parser():
     t.add_argument("--stlb", help="second-level TLB as ENTRIES:WAYS, or none")
     t.add_argument("--page", help="page size: 4k (default) or 2m")
     t.add_argument("--policy", help="cache replacement: lru (default), fifo, random, plru")
-    t.add_argument("--seed", type=int, help="seed of the random policy (default 0)")
+    t.add_argument("--seed", help="seed of the random policy (default 0)")
     t.add_argument(
         "--no-classify",
         action="store_true",
@@ -215,11 +278,44 @@ def _parser():
     t.add_argument("--json", action="store_true", help="one JSON document on stdout")
     t.set_defaults(func=_sim_trace)
 
+    b = sub.add_parser(
+        "bench",
+        help="measure the performance figures (docs/performance.md), each side by side",
+        usage="pagelab bench [--json] [--fast] [-o PYPERF.json]",
+    )
+    b.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    b.add_argument("--fast", action="store_true", help="fewer repetitions; skip run all and nbval")
+    b.add_argument("-o", "--output", help="also write the raw timings for pyperf compare_to")
+    b.set_defaults(func=_bench)
+
+    rep = sub.add_parser(
+        "report",
+        help="compare `pagelab run all --json` files from many machines (one per file)",
+        usage="pagelab report DIR [--json] [--figure FILE.html] [--pyperf OUTDIR]",
+    )
+    rep.add_argument("directory", help="a directory of NAME.json files, one per machine")
+    rep.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    rep.add_argument("--figure", metavar="FILE.html", help="also write the plotly figure")
+    rep.add_argument(
+        "--pyperf", metavar="OUTDIR", help="also write OUTDIR/NAME.json in pyperf's format"
+    )
+    rep.set_defaults(func=_report)
+
     lab = sub.add_parser(
         "lab",
-        help="open JupyterLab on the chapters; other arguments "
-        "(e.g. --no-browser --port 8899) go to jupyter lab",
-        usage="pagelab lab [JUPYTER-LAB-ARGS ...]",
+        help="open JupyterLab on your copy of the chapters ($PAGELAB_HOME, else "
+        "~/pagelab-notebooks); other arguments (e.g. --no-browser --port 8899) go to jupyter lab",
+        usage="pagelab lab [--reset] [--copy-only] [JUPYTER-LAB-ARGS ...]",
+    )
+    lab.add_argument(
+        "--reset",
+        action="store_true",
+        help="restore the original chapters (your edited copies move to a backup folder)",
+    )
+    lab.add_argument(
+        "--copy-only",
+        action="store_true",
+        help="copy or update the chapters and exit (e.g. a JupyterHub postStart hook)",
     )
     lab.set_defaults(func=_lab, takes_extra=True)
     return p
@@ -244,4 +340,7 @@ def main(argv=None):
     except BrokenPipeError:
         # the reader (e.g. `| head`) went away: stop quietly, as other Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as e:  # out of a resource (fds, memory, disk) or a file: say which
+        print(f"pagelab: {os_error_line(e)}", file=sys.stderr)
         return 1

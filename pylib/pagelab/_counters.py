@@ -11,6 +11,8 @@ from ._native import ffi, lib
 from ._reading import Reading
 from ._reasons import Facts, explain
 
+PID_MAX = (1 << 31) - 1  # pid_t is a signed 32-bit int
+
 
 @dataclass(frozen=True)
 class Counts:
@@ -47,7 +49,7 @@ class CounterGroup:
         rdpmc=False,
         exclude_kernel=False,
     ):
-        if not isinstance(pid, int) or isinstance(pid, bool) or pid < 0:
+        if not isinstance(pid, int) or isinstance(pid, bool) or not 0 <= pid <= PID_MAX:
             raise BadInput(f"pid must be 0 (this thread) or a positive process id, not {pid!r}")
         self.events = _events.events(events)
         self.pid = pid
@@ -218,17 +220,23 @@ class measure:
 
     def __enter__(self):
         self._group = CounterGroup(self._events)
-        self._group.enable()
-        self._ru0 = _rusage.self_now()
-        self._t0 = time.perf_counter_ns()
-        self._c0 = self._group.read() if self._group.opened else None
+        try:
+            self._group.enable()
+            self._ru0 = _rusage.self_now()
+            self._t0 = time.perf_counter_ns()
+            self._c0 = self._group.read() if self._group.opened else None
+        except BaseException:
+            self._group.close()
+            raise
         return self.result
 
     def __exit__(self, *exc):
-        c1 = self._group.read() if self._group.opened else None
-        t1 = time.perf_counter_ns()
-        usage = _rusage.delta(self._ru0, _rusage.self_now())
-        self._group.close()
+        try:
+            c1 = self._group.read() if self._group.opened else None
+            t1 = time.perf_counter_ns()
+            usage = _rusage.delta(self._ru0, _rusage.self_now())
+        finally:
+            self._group.close()
         counters = readings(self._group.status, self._c0, c1)
         self.result.counters = add_fallbacks(counters, usage)
         self.result.rusage = rusage_readings(usage)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from . import _environment as env
 from . import _events
 from ._counters import CounterGroup
+from ._numbers import format_size
 from ._reasons import Facts, explain
 from ._version import __version__
 
@@ -123,13 +124,13 @@ class Report:
             f" (boot parameter: {e['vsyscall_cmdline'] or 'kernel default'})  THP={e['thp']}",
             "caches: "
             + ", ".join(
-                f"L{c['level']}{c['type'][0]} {_kib(c['size'])} {c['ways']}-way {c['line']}B"
+                f"L{c['level']}{c['type'][0]} {format_size(c['size'])} {c['ways']}-way {c['line']}B"
                 for c in self.caches
             )
             if self.caches
             else "caches: unknown (no sysfs cache info)",
             "memory budget: "
-            + (f"{self.budget['bytes'] >> 20} MiB" if self.budget["bytes"] else "unknown")
+            + (format_size(self.budget["bytes"]) if self.budget["bytes"] else "unknown")
             + f" ({self.budget['fraction']:.0%} of the least of "
             "MemAvailable, cgroup limit, RLIMIT_AS)",
             "",
@@ -146,10 +147,6 @@ class Report:
         if fixes:
             lines += ["", "to get the missing events:"] + [f"  {r}: {f}" for f, r in fixes.items()]
         return "\n".join(lines)
-
-
-def _kib(n):
-    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
 def doctor(root="/"):

@@ -9,7 +9,9 @@ import re
 import resource
 from pathlib import Path
 
+from ._errors import BadInput
 from ._native import lib
+from ._numbers import int_or_none, parse_size
 
 # Half of what is free: the Jupyter server, the kernel process and the page cache the chapters
 # rely on need the rest, and a 2 GiB Binder container still gets ~1 GiB of experiment memory.
@@ -52,7 +54,7 @@ def hypervisor(root="/"):
 
 def perf_event_paranoid(root="/"):
     text = _read(root, "proc/sys/kernel/perf_event_paranoid")
-    return int(text) if text and text.strip().lstrip("-").isdigit() else None
+    return int_or_none(text)
 
 
 def thp_mode(root="/"):
@@ -127,9 +129,9 @@ def cgroup_memory_limit(root="/"):
         rel = Path(path.lstrip("/"))
         # inside a cgroup namespace the listed path may not exist under the mount: use its root
         for d in [rel, *rel.parents] if (base / rel).is_dir() else [Path(".")]:
-            text = _read(base / d, name)
-            if text and text.strip().isdigit():
-                limits.append(int(text))
+            value = int_or_none(_read(base / d, name))
+            if value is not None and value >= 0:
+                limits.append(value)
     # cgroup v1 spells "no limit" as a huge page-aligned number near 2**63
     limits = [v for v in limits if v < 1 << 62]
     return min(limits) if limits else None
@@ -153,8 +155,11 @@ def memory_budget(root="/", rlimit=None):
 
 
 def _size(text):
-    m = re.fullmatch(r"(\d+)([KMG]?)", text.strip())
-    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)] if m else None
+    """A sysfs cache size such as '32K' in bytes, or None."""
+    try:
+        return parse_size(text)
+    except BadInput:
+        return None
 
 
 _CACHE_FIELDS = (

@@ -1,5 +1,8 @@
 """The exceptions pagelab raises. Bad input is a ValueError with one clear line."""
 
+import errno
+import resource
+
 
 class PagelabError(Exception):
     """Base class of pagelab's own errors."""
@@ -28,3 +31,22 @@ class CounterUnavailable(PagelabError):
         self.event = event
         self.reason = reason
         self.fix = fix
+
+
+_RESOURCES = {
+    errno.EMFILE: lambda: (
+        "this process may open at most "
+        f"{resource.getrlimit(resource.RLIMIT_NOFILE)[0]} files (raise it with `ulimit -n`)"
+    ),
+    errno.ENFILE: lambda: "the system's table of open files is full",
+    errno.ENOMEM: lambda: "out of memory (or of address space: `ulimit -v`)",
+}
+
+
+def os_error_line(e):
+    """One line for an OSError: what failed, on which file, and which resource ran out."""
+    text = e.strerror or str(e) or type(e).__name__
+    if e.filename is not None:
+        text += f": {e.filename}"
+    hint = _RESOURCES.get(e.errno)
+    return f"{text}; {hint()}" if hint else text

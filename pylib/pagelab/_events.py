@@ -4,8 +4,9 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from ._errors import UnknownEvent
+from ._errors import BadInput, UnknownEvent
 from ._native import ffi, lib
+from ._numbers import parse_int, quote
 
 MAX_EVENTS = lib.PL_MAX_EVENTS
 
@@ -54,7 +55,8 @@ def _table():
 NAMED = _table()
 
 _RAW = re.compile(r"r([0-9a-fA-F]{1,16})")
-_TYPE_CONFIG = re.compile(r"(\d{1,9}):((?:0x)?[0-9a-fA-F]{1,16})")
+_TYPE_CONFIG = re.compile(r"([0-9]+):([^:\s]+)")
+U32, U64 = (1 << 32) - 1, (1 << 64) - 1  # perf_event_attr's type and config fields
 
 
 def event(spec):
@@ -69,11 +71,15 @@ def event(spec):
     if m := _RAW.fullmatch(spec):
         return Event(spec, lib.PERF_TYPE_RAW, int(m.group(1), 16))
     if m := _TYPE_CONFIG.fullmatch(spec):
-        config = m.group(2)
-        return Event(spec, int(m.group(1)), int(config, 16 if config.startswith("0x") else 10))
-    close = difflib.get_close_matches(spec, NAMED, n=3, cutoff=0.5)
+        try:
+            kind = parse_int(m.group(1), f"event {quote(spec)}: TYPE", 0, U32)
+            config = parse_int(m.group(2), f"event {quote(spec)}: CONFIG", 0, U64, hex=True)
+        except BadInput as e:
+            raise UnknownEvent(str(e)) from None
+        return Event(spec, kind, config)
+    close = difflib.get_close_matches(spec[:64], NAMED, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else "; `pagelab doctor` lists them"
-    raise UnknownEvent(f"unknown event {spec!r}{hint}")
+    raise UnknownEvent(f"unknown event {quote(spec)}{hint}")
 
 
 def events(specs):
@@ -82,6 +88,10 @@ def events(specs):
         specs = DEFAULT_EVENTS
     if isinstance(specs, str):
         specs = [s for s in specs.split(",") if s.strip()]
+    if not isinstance(specs, (list, tuple)):
+        raise UnknownEvent(
+            f"events are a comma-separated string or a list of names, not {type(specs).__name__}"
+        )
     parsed = list(dict.fromkeys(event(s) for s in specs))
     if not parsed:
         raise UnknownEvent("no events given")

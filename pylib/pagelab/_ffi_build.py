@@ -35,6 +35,12 @@ def _sources():
 # compiled with them too, which is why -Wmissing-prototypes stays in the compile test only
 # (its PyInit__native has no prototype); csrc/ itself is checked with it.
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Wshadow", "-Werror"]
+# Calls between csrc files (the simulator's slow path from every -DPL_SIM workload) bind inside
+# the module, not through the PLT. The symbols stay exported: the fault profile names the
+# workloads' functions with dladdr (so no hidden visibility), and the compiler keeps treating
+# them as interposable (so no -fno-semantic-interposition, which would inline the ebizzy copy
+# the profile points at into its caller).
+LDFLAGS = ["-Wl,-Bsymbolic-functions"]
 
 ffibuilder = FFI()
 ffibuilder.cdef(CDEF.read_text())
@@ -45,5 +51,6 @@ ffibuilder.set_source(
     include_dirs=[str(INCLUDE.relative_to(ROOT))],
     define_macros=[("_GNU_SOURCE", None)],
     extra_compile_args=[*CFLAGS, *shlex.split(os.environ.get("PAGELAB_CFLAGS", ""))],
+    extra_link_args=LDFLAGS,
     libraries=["pthread", "m"],
 )

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from ._errors import BadInput
+from ._numbers import format_size
 
 KINDS = ("text", "data", "bss", "heap", "stack", "vdso", "vvar", "vsyscall", "anon", "file", "lib")
 DELETED = " (deleted)"
@@ -66,16 +67,9 @@ class Region:
     def __str__(self):
         path = self.path + (DELETED if self.deleted else "")
         return (
-            f"{self.start:012x}-{self.end:012x} {self.perms} {_size(self.size):>9} "
+            f"{self.start:012x}-{self.end:012x} {self.perms} {format_size(self.size):>9} "
             f"{self.kind:<8} {path}"
         ).rstrip()
-
-
-def _size(n):
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.4g} {unit}"
-        n /= 1024
 
 
 def _fields(number, line):

@@ -6,6 +6,8 @@ carries them, so the type lives here, on its own, below all of them.
 
 from dataclasses import dataclass
 
+from ._errors import BadInput
+
 SOURCES = ("hw", "sw", "rusage", "sim", "clock")
 
 
@@ -24,7 +26,7 @@ class Reading:
 
     def __post_init__(self):
         if self.source not in SOURCES:
-            raise ValueError(f"unknown source {self.source!r}")
+            raise BadInput(f"unknown source {self.source!r}: one of {', '.join(SOURCES)}")
 
     @property
     def available(self):

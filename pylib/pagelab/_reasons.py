@@ -37,13 +37,17 @@ class Facts:
 
 
 _SECCOMP_FIX = (
-    "allow perf_event_open in the container's seccomp profile (Docker: "
-    "--security-opt seccomp=<profile allowing perf_event_open>; Kubernetes: "
-    "securityContext.seccompProfile), or run outside the filter"
+    "allow perf_event_open in the container's seccomp profile (Docker: --security-opt "
+    "seccomp=<profile allowing perf_event_open>; Kubernetes: a Localhost seccompProfile, see "
+    "pagelab's docs/deploy.md), or run outside the filter"
 )
+# A pod cannot set the sysctl, and capabilities.add never reaches a non-root process: only a file
+# capability does, and only without no_new_privs (docs/deploy.md).
 _PARANOID_FIX = (
-    "grant CAP_PERFMON to the lab's Python (setcap cap_perfmon+ep, or the pod's "
-    "capabilities), or have an administrator set kernel.perf_event_paranoid to 2"
+    "have an administrator set kernel.perf_event_paranoid to 2 (in a container: on its host or "
+    "Kubernetes node; a pod cannot set it), or give the lab's Python CAP_PERFMON as a file "
+    "capability (setcap cap_perfmon+ep; in a pod also capabilities.add PERFMON and "
+    "allowPrivilegeEscalation: true, as capabilities.add alone never reaches a non-root user)"
 )
 
 

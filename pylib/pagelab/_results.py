@@ -87,7 +87,9 @@ class Result:
         """A plotly figure of this result."""
         if self._figure is None:
             raise PagelabError(f"{self.experiment} has no figure")
-        return self._figure(self)
+        from ._plots import displayable
+
+        return displayable(self._figure(self))
 
     def to_dict(self):
         return {

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from . import _environment as env
 from . import _worker, _workloads
 from ._doctor import environment, profile
-from ._errors import BudgetExceeded
+from ._errors import BadInput, BudgetExceeded
+from ._numbers import format_size, quote
 from ._reading import Reading
 from ._results import Measured, Result
 
@@ -89,8 +90,8 @@ def check_budget(name, resident):
     budget = env.memory_budget()
     if budget["bytes"] is not None and resident > budget["bytes"]:
         raise BudgetExceeded(
-            f"{name} needs {resident / MIB:,.0f} MiB but this machine's memory budget is "
-            f"{budget['bytes'] / MIB:,.0f} MiB ({budget['fraction']:.0%} of the least of "
+            f"{name} needs {format_size(resident)} but this machine's memory budget is "
+            f"{format_size(budget['bytes'])} ({budget['fraction']:.0%} of the least of "
             "MemAvailable, the cgroup limit and RLIMIT_AS); choose smaller parameters"
         )
 
@@ -108,6 +109,12 @@ def run(name, *, sim=None, timeout=None, progress=_print_progress, **params):
     software-only and blocked profiles). Simulated counts are always labelled 'sim'. Bad
     parameters and requests over the memory budget raise BadInput before anything runs.
     """
+    if sim not in (None, True, False):
+        raise BadInput(f"sim must be True, False or None, not {quote(sim)}")
+    if progress is not None and not callable(progress):
+        raise BadInput(f"progress must be a function of one string, or None, not {quote(progress)}")
+    if timeout is not None:
+        _worker.check_timeout(timeout)
     p = _workloads.validate(name, params)
     mod = _module(name)
     resident, address_space = mod.memory(p)
@@ -120,6 +127,8 @@ def run(name, *, sim=None, timeout=None, progress=_print_progress, **params):
 
 def run_all(progress=_print_progress):
     """Every experiment with its default (small) parameters."""
+    if progress is not None and not callable(progress):
+        raise BadInput(f"progress must be a function of one string, or None, not {quote(progress)}")
     results = []
     for name in experiment_names():
         if progress:

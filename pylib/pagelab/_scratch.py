@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._errors import BadInput
+from ._numbers import format_size
 
 ENV = "PAGELAB_SCRATCH"  # a directory chosen by the user
 # Filesystems that keep files in memory: no writeback and no disk, so no blocks in or out and
 # nothing to evict clean pages to.
 MEMORY_FS = frozenset({"tmpfs", "ramfs", "hugetlbfs", "devtmpfs"})
 DISK_SHARE = 2  # a file may take at most 1/DISK_SHARE of the free space where it is made
-MIB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def choose(size, what, dirs=None):
         free = st.f_bavail * st.f_frsize
         kind = filesystem_type(d)
         if free < DISK_SHARE * size:
-            short.append(f"{d} has {free // MIB:,} MiB free")
+            short.append(f"{d} has {format_size(free)} free")
             continue
         if kind not in MEMORY_FS:
             return Scratch(d, kind, tuple(f"{m} ({k})" for m, k in memory))
@@ -97,5 +97,5 @@ def choose(size, what, dirs=None):
         )
     raise BadInput(
         f"{what} may use at most 1/{DISK_SHARE} of the free disk space for its "
-        f"{size / MIB:,.0f} MiB file ({'; '.join(short)}); choose a smaller size or set {ENV}"
+        f"{format_size(size)} file ({'; '.join(short)}); choose a smaller size or set {ENV}"
     )

@@ -1,7 +1,10 @@
 """The cache/TLB simulator for notebooks and the CLI: the Pythonic layer over csrc/sim.
 
 Every count it returns is simulated and labelled source "sim". Arrays of accesses go to C in
-one call (no Python per access); traces are parsed in C, a chunk of records per call.
+large slices (no Python per access); traces are read once, as a stream, and parsed and simulated
+in C, a slice of records per call. Between slices Python looks at its signals, so Ctrl-C (or a
+notebook's interrupt) stops a long simulation within milliseconds; the counts then hold what was
+simulated so far. numpy is imported only by ``Simulator.access``.
 """
 
 import errno
@@ -9,19 +12,20 @@ import os
 import threading
 from dataclasses import dataclass
 
-import numpy as np
-
 from . import _simreport
 from ._errors import BadInput
 from ._native import ffi, lib
+from ._numbers import parse_int
 from ._reading import Reading
 from ._simconfig import CacheGeometry, SimConfig, make_config, to_native
 from ._version import __version__
 
 SOURCE = "sim"
-# Records per parser call: big enough that the Python loop costs nothing, small enough (1.6 MB
-# of arrays) to stay in the host's caches.
+# Records per parser call and accesses per array call: big enough that the Python loop costs
+# nothing, small enough that Ctrl-C is seen within a few milliseconds.
 CHUNK = 1 << 16
+SLICE = 1 << 20
+MAX_SIZE = lib.PL_SIM_MAX_ACCESS
 _OPS = {lib.PL_OP_LOAD: "L", lib.PL_OP_STORE: "S", lib.PL_OP_MODIFY: "M"}
 
 
@@ -153,13 +157,17 @@ class Simulator:
         self._trace = None
 
     def access(self, addresses, ops=None, sizes=None):
-        """Simulate accesses in order, in one C call.
+        """Simulate accesses in order.
 
         ``addresses``: integer array (or sequence) of byte addresses. ``ops``: None (all
         loads), one op for all, or an array: 0 load, 1 store, 2 modify (a load then a store).
-        ``sizes``: None (1 byte each), one size for all, or an array of sizes >= 1; an access
-        that crosses a line or page boundary touches every line and page it covers.
+        ``sizes``: None (1 byte each), one size for all, or an array of sizes from 1 to 512
+        bytes (the widest access valgrind reports); an access that crosses a line or page
+        boundary touches every line and page it covers. Interruptible: after Ctrl-C the counts
+        hold the accesses simulated so far.
         """
+        import numpy as np
+
         addr = _uint_array(addresses, np.uint64, "addresses")
         if addr.ndim != 1:
             raise BadInput(f"addresses must be one-dimensional, not of shape {addr.shape}")
@@ -170,41 +178,49 @@ class Simulator:
         if op is None and op_all > lib.PL_OP_MODIFY:
             raise BadInput(f"op {op_all} is not 0 (load), 1 (store) or 2 (modify)")
         size, size_all = _per_access(sizes, np.uint32, "sizes", n, 1)
-        if (size is not None and n and int(size.min()) < 1) or (size is None and size_all < 1):
-            raise BadInput("sizes must be at least 1 byte")
-        if n == 0:
-            return
-        with self._lock:
-            lib.pl_sim_access_array(
-                self._sim,
-                _ptr("uint64_t[]", addr),
-                _ptr("uint8_t[]", op),
-                _ptr("uint32_t[]", size),
-                n,
-                op_all,
-                size_all,
+        if size is not None and n:
+            low, high = int(size.min()), int(size.max())
+        else:
+            low = high = size_all
+        if low < 1 or high > MAX_SIZE:
+            raise BadInput(
+                f"sizes must be 1 to {MAX_SIZE} bytes (the widest access valgrind reports)"
             )
+        pa, po, ps = _ptr("uint64_t[]", addr), _ptr("uint8_t[]", op), _ptr("uint32_t[]", size)
+        with self._lock:
+            for i in range(0, n, SLICE):
+                lib.pl_sim_access_array(
+                    self._sim,
+                    pa + i,
+                    po + i if op is not None else po,
+                    ps + i if size is not None else ps,
+                    min(SLICE, n - i),
+                    op_all,
+                    size_all,
+                )
 
     def replay(self, path):
         """Replay a valgrind lackey trace (data records only) and return its TraceInfo.
 
-        The whole trace is checked first, so a malformed line raises BadInput (with its line
-        number) before anything is simulated.
+        The trace is read once, front to back, so a pipe or FIFO works as a file does. A
+        malformed line raises BadInput naming it; a simulator that was empty before the call is
+        then empty again.
         """
-        info = scan_trace(path)
         with self._lock:
-            for addr, size, op, n in _chunks(path):
-                lib.pl_sim_access_array(
-                    self._sim,
-                    _ptr("uint64_t[]", addr),
-                    _ptr("uint8_t[]", op),
-                    _ptr("uint32_t[]", size),
-                    n,
-                    0,
-                    1,
-                )
+            empty = self._empty()
+            try:
+                info = _replay(self._sim, path, ignore_size=False)
+            except BadInput:
+                if empty:
+                    lib.pl_sim_reset(self._sim)
+                raise
             self._trace = info
         return info
+
+    def _empty(self):
+        st = ffi.new("struct pl_sim_stats *")
+        lib.pl_sim_stats(self._sim, st)
+        return not any(c.reads or c.writes for c in (*st.level, *st.tlb))
 
     def stats(self):
         """Counts so far, per level and TLB, all labelled source 'sim'."""
@@ -224,9 +240,13 @@ class Simulator:
                 c.write_misses,
                 c.evictions,
                 c.writebacks,
-                *((c.compulsory, c.capacity, c.conflict) if classify else (None, None, None)),
+                *(
+                    (c.compulsory, c.capacity, c.conflict)
+                    if classify is True or (classify and i == 0)
+                    else (None, None, None)
+                ),
             )
-            for (name, _), c in zip(self.config.levels, st.level)
+            for i, ((name, _), c) in enumerate(zip(self.config.levels, st.level))
         )
         tlbs = tuple(
             TLBStats(name, c.reads, c.writes, c.read_misses, c.write_misses, c.evictions)
@@ -250,6 +270,8 @@ def _ptr(ctype, array):
 
 def _uint_array(values, dtype, what):
     """A C-contiguous array of dtype, or BadInput if values are not integers in its range."""
+    import numpy as np
+
     try:
         a = np.asarray(values)
     except (TypeError, ValueError) as e:
@@ -259,6 +281,8 @@ def _uint_array(values, dtype, what):
             a = np.asarray(values, dtype=np.uint64)
         except (TypeError, ValueError, OverflowError):
             raise BadInput(f"{what} must be integers in [0, 2**64)") from None
+    if a.size == 0:  # [] is float64 to numpy, but no accesses is a fine request
+        a = a.astype(dtype)
     if a.dtype.kind not in "iu":
         raise BadInput(f"{what} must be integers, not {a.dtype}")
     top = np.iinfo(dtype).max
@@ -288,53 +312,56 @@ def _per_access(values, dtype, what, n, default):
 
 
 def _open(path):
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise BadInput(f"a trace is a file path, not {type(path).__name__}")
     out = ffi.new("struct pl_trace **")
-    rc = lib.pl_trace_open(os.fsencode(path), out)
+    # EINTR: a signal ended the wait for a FIFO's writer; looping lets Python raise
+    # KeyboardInterrupt for Ctrl-C, and waits on for any other signal
+    while (rc := lib.pl_trace_open(os.fsencode(path), out)) == -errno.EINTR:
+        pass
     if rc < 0:
         raise BadInput(f"cannot read trace {path}: {os.strerror(-rc)}")
     return ffi.gc(out[0], lib.pl_trace_close)
 
 
-def _chunks(path, info=None):
-    """Yield (addr, size, op, n) arrays of data records; the arrays are reused between yields.
-
-    ``info``: a dict that receives the trace's counts at the end."""
-    t = _open(path)
-    addr = np.empty(CHUNK, np.uint64)
-    size = np.empty(CHUNK, np.uint32)
-    op = np.empty(CHUNK, np.uint8)
-    pa, ps, po = (
-        ffi.from_buffer("uint64_t[]", addr),
-        ffi.from_buffer("uint32_t[]", size),
-        ffi.from_buffer("uint8_t[]", op),
-    )
-    while True:
-        n = lib.pl_trace_read(t, pa, ps, po, CHUNK)
-        if n == -errno.EBADMSG:
+def _records(path, t, call):
+    """Call ``call()`` (a pl_trace_read or pl_trace_replay of t) until the trace ends; yield
+    each positive count. Malformed lines and read errors raise BadInput."""
+    while (n := call()) != 0:
+        if n > 0:
+            yield n
+        elif n == -errno.EBADMSG:
             raise BadInput(f"{path}: line {t.line}: {ffi.string(t.err).decode()}")
-        if n < 0:
+        elif n != -errno.EINTR:  # EINTR: Python checks for Ctrl-C here, then reads on
             raise BadInput(f"cannot read trace {path}: {os.strerror(-n)}")
-        if n == 0:
-            break
-        yield addr, size, op, n
-    if info is not None:
-        info.update(
-            lines=t.line,
-            loads=t.loads,
-            stores=t.stores,
-            modifies=t.modifies,
-            instructions=t.instr,
-            skipped=t.skipped,
-        )
+
+
+def _info(path, t):
+    return TraceInfo(
+        str(path), t.line, t.loads, t.stores, t.modifies, instructions=t.instr, skipped=t.skipped
+    )
+
+
+def _replay(sim, path, ignore_size):
+    """Parse and simulate a whole trace in one pass; its TraceInfo."""
+    t = _open(path)
+    for _ in _records(path, t, lambda: lib.pl_trace_replay(t, sim, CHUNK, ignore_size)):
+        pass
+    return _info(path, t)
 
 
 def scan_trace(path):
     """Check a whole lackey trace and count its records; BadInput if it is unreadable or has a
     malformed line (the message names the line)."""
-    counts = {}
-    for _ in _chunks(path, counts):
+    t = _open(path)
+    addr, size, op = (
+        ffi.new("uint64_t[]", CHUNK),
+        ffi.new("uint32_t[]", CHUNK),
+        ffi.new("uint8_t[]", CHUNK),
+    )
+    for _ in _records(path, t, lambda: lib.pl_trace_read(t, addr, size, op, CHUNK)):
         pass
-    return TraceInfo(str(path), **counts)
+    return _info(path, t)
 
 
 # --- cache-lab mode ---------------------------------------------------------------------------
@@ -371,12 +398,6 @@ class CachelabResult:
         return "\n".join([*self.verbose, self.summary])
 
 
-def _cachelab_param(value, name, low):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise BadInput(f"-{name} must be a whole number >= {low}, not {value!r}")
-    return value
-
-
 def cachelab(path, s, E, b, verbose=False):
     """Cache-lab mode: one LRU level of 2**s sets, E lines each, 2**b-byte blocks, as csim-ref.
 
@@ -384,7 +405,7 @@ def cachelab(path, s, E, b, verbose=False):
     store to the same address. Returns hits, misses, evictions (and, with verbose, one line per
     data record in csim-ref's format).
     """
-    s, E, b = _cachelab_param(s, "s", 0), _cachelab_param(E, "E", 1), _cachelab_param(b, "b", 0)
+    s, E, b = parse_int(s, "-s", 0), parse_int(E, "-E", 1), parse_int(b, "-b", 0)
     if b > 30 or s > 30 or (E << s) > lib.PL_SIM_MAX_LINES:
         raise BadInput(
             f"-s {s} -E {E} -b {b} is too large: at most 2**30-byte blocks and "
@@ -396,20 +417,10 @@ def cachelab(path, s, E, b, verbose=False):
         classify=False,
     )
     sim = Simulator(cfg)
-    scan_trace(path)  # malformed traces fail before any output
-    lines = []
-    outcome = np.empty(CHUNK, np.uint8)
-    for addr, size, op, n in _chunks(path):
-        pa, po = ffi.from_buffer("uint64_t[]", addr), ffi.from_buffer("uint8_t[]", op)
-        if not verbose:
-            lib.pl_sim_access_array(sim._sim, pa, po, ffi.NULL, n, 0, 1)
-            continue
-        lib.pl_sim_access_outcomes(
-            sim._sim, pa, po, ffi.NULL, n, 0, 1, ffi.from_buffer("uint8_t[]", outcome)
-        )
-        lines += [
-            _verbose_line(int(op[i]), int(addr[i]), int(size[i]), int(outcome[i])) for i in range(n)
-        ]
+    # one pass; a malformed line raises before anything is printed
+    lines = _verbose(sim._sim, path) if verbose else []
+    if not verbose:
+        _replay(sim._sim, path, ignore_size=True)
     level = sim.stats().levels[0]
     return CachelabResult(
         level.hits,
@@ -418,6 +429,22 @@ def cachelab(path, s, E, b, verbose=False):
         tuple(lines),
         {"trace": str(path), "s": s, "E": E, "b": b},
     )
+
+
+def _verbose(sim, path):
+    """Cache-lab -v: one csim-ref line per data record, read and simulated in one pass."""
+    t = _open(path)
+    addr, size, op = (
+        ffi.new("uint64_t[]", CHUNK),
+        ffi.new("uint32_t[]", CHUNK),
+        ffi.new("uint8_t[]", CHUNK),
+    )
+    outcome = ffi.new("uint8_t[]", CHUNK)
+    lines = []
+    for n in _records(path, t, lambda: lib.pl_trace_read(t, addr, size, op, CHUNK)):
+        lib.pl_sim_access_outcomes(sim, addr, op, ffi.NULL, n, 0, 1, outcome)
+        lines += [_verbose_line(op[i], addr[i], size[i], outcome[i]) for i in range(n)]
+    return lines
 
 
 def _outcome_words(bits):

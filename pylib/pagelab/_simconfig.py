@@ -5,12 +5,12 @@ CPUID (csrc/sim/cpuid.c), and the named PL_SIM_DEFAULT_* values of csrc/include/
 the machine does not say. Every geometry carries an ``origin`` that says which.
 """
 
-import re
 from dataclasses import dataclass, fields, replace
 
 from . import _environment
 from ._errors import BadInput
 from ._native import ffi, lib
+from ._numbers import format_size, parse_int, parse_size
 
 LEVEL_KEYS = ("l1", "l2", "llc")
 LEVEL_NAMES = {"l1": "L1D", "l2": "L2", "llc": "LLC"}
@@ -24,38 +24,10 @@ POLICIES = {
 }
 PAGE_SIZES = {"4k": 4096, "2m": 2 << 20}
 MAX_LINE = 1 << 30  # as csrc/sim/sim.c: far beyond any real cache line
-_UNITS = {"": 0, "k": 10, "m": 20, "g": 30}
 
 
 def _pow2(x):
     return x > 0 and x & (x - 1) == 0
-
-
-def human_size(n):
-    """32768 -> '32 KiB'; sizes that are not whole KiB/MiB/GiB stay in bytes."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift} {unit}"
-    return f"{n} B"
-
-
-def parse_size(text, what="size"):
-    """'32K', '1M', '1MiB', '64' -> bytes. Ints pass through."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text
-    m = re.fullmatch(r"\s*(\d+)\s*([kmg]?)(?:i?b)?\s*", str(text), re.I)
-    if not m:
-        raise BadInput(f"{what} {text!r} is not a size like 64, 32K or 1M")
-    return int(m.group(1)) << _UNITS[m.group(2).lower()]
-
-
-def _whole(value, what):
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            value = int(str(value).strip(), 10)
-        except ValueError:
-            raise BadInput(f"{what} {value!r} is not a whole number") from None
-    return value
 
 
 @dataclass(frozen=True)
@@ -73,7 +45,7 @@ class CacheGeometry:
 
     def describe(self):
         assoc = "fully associative" if self.sets == 1 else f"{self.ways}-way"
-        return f"{human_size(self.size)}, {assoc}, {self.line} B lines ({self.sets} sets)"
+        return f"{format_size(self.size)}, {assoc}, {self.line} B lines ({self.sets} sets)"
 
     def to_dict(self):
         return {
@@ -123,7 +95,7 @@ class SimConfig:
     page: int = 4096
     policy: str = "lru"
     seed: int = 0
-    classify: bool = True
+    classify: bool | str = True  # True: every level; "l1": the first level only; False: none
 
     @property
     def levels(self):
@@ -159,6 +131,8 @@ class SimConfig:
             or not 0 <= self.seed < 1 << 64
         ):
             raise BadInput(f"seed {self.seed!r} is not a whole number in [0, 2**64)")
+        if not (isinstance(self.classify, bool) or self.classify == "l1"):
+            raise BadInput(f'classify must be true, false or "l1", not {self.classify!r}')
         if not self.levels and not self.tlbs:
             raise BadInput("nothing to simulate: no cache level and no TLB")
         if self.stlb and not self.dtlb:
@@ -354,7 +328,7 @@ def parse_cache(value, name="cache"):
     size, ways, line = value
     return CacheGeometry(
         parse_size(size, f"{name} size"),
-        _whole(ways, f"{name} ways"),
+        parse_int(ways, f"{name} ways"),
         parse_size(line, f"{name} line size"),
     )
 
@@ -373,7 +347,7 @@ def parse_tlb(value, name="TLB"):
     if not isinstance(parts, (tuple, list)) or len(parts) != 2:
         raise BadInput(f"{name}: {value!r} is not ENTRIES:WAYS, e.g. 64:4")
     value = parts
-    return TLBGeometry(_whole(value[0], f"{name} entries"), _whole(value[1], f"{name} ways"))
+    return TLBGeometry(parse_int(value[0], f"{name} entries"), parse_int(value[1], f"{name} ways"))
 
 
 _KEYS = {f.name for f in fields(SimConfig)}
@@ -405,10 +379,8 @@ def make_config(spec=None, root="/"):
     if "policy" in spec:
         changes["policy"] = str(spec["policy"]).strip().lower()
     if "seed" in spec:
-        changes["seed"] = _whole(spec["seed"], "seed")
+        changes["seed"] = parse_int(spec["seed"], "seed")
     if "classify" in spec:
-        if not isinstance(spec["classify"], bool):
-            raise BadInput(f"classify must be true or false, not {spec['classify']!r}")
         changes["classify"] = spec["classify"]
     return replace(default_config(root, page), **changes).check()
 
@@ -425,5 +397,6 @@ def to_native(cfg):
     c.page_size = cfg.page
     c.policy = POLICIES[cfg.policy]
     c.seed = cfg.seed
-    c.classify = int(cfg.classify)
+    # a bit per level: True classifies every level, "l1" only the first
+    c.classify = {True: (1 << lib.PL_SIM_MAX_LEVELS) - 1, "l1": 1, False: 0}[cfg.classify]
     return c

@@ -4,7 +4,7 @@ Every count is labelled source "sim"; the geometry (with where each value came f
 printed with the counts.
 """
 
-from ._simconfig import human_size
+from ._numbers import format_size
 from ._version import __version__
 
 SOURCE = "sim"
@@ -111,7 +111,7 @@ def stats_text(stats):
     lines.append(
         f"policy {cfg.policy}"
         + (f" (random seed {cfg.seed})" if cfg.policy == "random" else "")
-        + f"; TLBs LRU, {human_size(cfg.page)} pages"
+        + f"; TLBs LRU, {format_size(cfg.page)} pages"
     )
     lines.append("geometry:")
     for name, g in cfg.levels + cfg.tlbs:

@@ -19,10 +19,11 @@ from ._version import __version__
 @dataclass
 class StatResult:
     command: list
-    exit_status: int
+    exit_status: int  # as shells report it: 128 + N when signal N killed the command
     counters: list
     rusage: list
     elapsed: Reading
+    signal: str | None = None  # e.g. "SIGSEGV" when a signal killed the command
 
     def to_dict(self):
         return {
@@ -39,10 +40,13 @@ class StatResult:
                 }
             ],
             "exit_status": self.exit_status,
+            **({"signal": self.signal} if self.signal else {}),
         }
 
     def __str__(self):
         lines = [f" Performance counter stats for '{' '.join(self.command)}':", ""]
+        if self.signal:
+            lines[1:1] = [f" (killed by {self.signal}: exit status {self.exit_status})"]
         for r in self.counters:
             if r.value is None:
                 lines.append(f"  {'<not available>':>20}  {r.name:<24} {r.reason}")
@@ -75,8 +79,16 @@ def stat(command, events=None, stdout=None):
     Counting starts at its exec (enable_on_exec) and follows its threads and children (inherit).
     ``stdout``: a file descriptor for the child's standard output (default: inherited).
     """
-    if isinstance(command, str) or not command or not all(isinstance(a, str) for a in command):
+    if (
+        not isinstance(command, (list, tuple))
+        or not command
+        or not all(isinstance(a, str) for a in command)
+    ):
         raise BadInput("stat needs a command as a non-empty list of strings")
+    if any("\0" in a for a in command):
+        raise BadInput("a command argument cannot contain a NUL character")
+    if stdout is not None and (isinstance(stdout, bool) or not isinstance(stdout, int)):
+        raise BadInput(f"stdout must be a file descriptor (an int), not {type(stdout).__name__}")
     path = shutil.which(command[0])
     if path is None:
         raise BadInput(f"command not found: {command[0]}")
@@ -87,10 +99,12 @@ def stat(command, events=None, stdout=None):
     gate, status = ffi.new("int *"), ffi.new("int *")
     pid = lib.pl_spawn_gated(path.encode(), argv, gate, status, -1 if stdout is None else stdout)
     if pid < 0:
-        raise OSError(-pid, os.strerror(-pid))
+        raise OSError(-pid, f"cannot start {command[0]}: {os.strerror(-pid)}")
     try:
         group = CounterGroup(group_events, pid, inherit=True, enable_on_exec=True)
     except BaseException:
+        os.close(gate[0])  # the child sees EOF at its gate and exits without exec
+        os.close(status[0])
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         raise
@@ -111,10 +125,12 @@ def stat(command, events=None, stdout=None):
         raise BadInput(f"cannot run {command[0]}: {os.strerror(err)}")
     usage = _rusage.as_dict(ru)
     counters = add_fallbacks(readings(group.status, before, after), usage)
+    code = os.waitstatus_to_exitcode(wstatus)
     return StatResult(
         list(command),
-        os.waitstatus_to_exitcode(wstatus),
+        128 - code if code < 0 else code,
         counters,
         rusage_readings(usage),
         Reading("elapsed", (t1 - t0) / 1e9, "clock", "s"),
+        signal.Signals(-code).name if code < 0 else None,
     )

@@ -2,34 +2,65 @@
 limit, returning JSON over a pipe (the pyperf pattern). Interrupting the caller kills the worker
 and its whole process group, so its memory is freed and the notebook kernel survives.
 
-The worker side is ``python -m pagelab._worker``: it reads one request on stdin, calls
-``module:function(**args)`` and writes JSON lines on the result pipe: ``{"progress": text}``
-any number of times, then ``{"ok": true, "result": ...}`` or ``{"ok": false, ...}``.
+The worker is ``python -I`` (isolated: nothing is imported from the working directory, PYTHON*
+variables are ignored) started by csrc/worker.c, which arms the death signal before exec. Its
+environment is a whitelist (``environment``). It reads one request on stdin, calls
+``module:function(**args)`` and writes JSON lines on fd 3: ``{"progress": text}`` any number of
+times, then ``{"ok": true, "result": ...}`` or ``{"ok": false, ...}``.
 """
 
 import contextlib
 import importlib
 import json
 import os
+import queue
 import resource
 import selectors
 import signal
-import subprocess
 import sys
+import threading
 import time
+import traceback
 from collections import deque
+from pathlib import Path
 
-from ._errors import BadInput, PagelabError
+from ._errors import BadInput, PagelabError, os_error_line
+from ._numbers import quote
 
-RESULT_FD_ENV = "PAGELAB_RESULT_FD"
+RESULT_FD = 3
 # Room above a task's own declared address-space need: the interpreter's later allocations,
 # thread stacks of the runtime, and glibc arenas.
 ADDRESS_SPACE_SLACK = 512 << 20
 DEFAULT_TIMEOUT = 120.0
+# What a worker inherits: enough to find programs, the locale, and pagelab's own settings (its
+# scratch directory is chosen before it starts: pagelab._scratch). Allocator and loader tuning
+# (MALLOC_*, GLIBC_TUNABLES, LD_PRELOAD) would change what a workload measures, so it passes
+# only when named (``pass_env`` or $PAGELAB_PASS_ENV).
+ENV_KEEP = ("PATH", "HOME", "LANG", "LANGUAGE")
+ENV_PREFIXES = ("LC_", "PAGELAB_")
+PASS_ENV = "PAGELAB_PASS_ENV"  # comma-separated names of further variables to pass
+TRACEBACK_LINES = 8  # of a task's unexpected exception, sent back with its one-line message
+# The package's parent directory goes last on the worker's path: the worker runs this pagelab
+# even from a source tree, and nothing there can shadow the standard library.
+_BOOT = (
+    "import sys; p = {!r}; p in sys.path or sys.path.append(p); "
+    "from pagelab._worker import _main; _main()"
+)
+_spawner = None  # the thread that forks workers for other threads (see _on_lasting_thread)
+_spawn_requests = queue.SimpleQueue()
+_spawner_lock = threading.Lock()
 
 
 class WorkerError(PagelabError):
-    """The worker could not complete its task; the message says why in one sentence."""
+    """The worker could not complete its task; the message says why in one sentence.
+    ``traceback`` holds the tail of the task's traceback when it failed unexpectedly."""
+
+    def __init__(self, message, traceback=""):
+        super().__init__(message)
+        self.traceback = traceback
+
+    def _render_traceback_(self):
+        return super()._render_traceback_() + self.traceback.splitlines()
 
 
 class WorkerTimeout(WorkerError):
@@ -51,70 +82,204 @@ class Interrupted(KeyboardInterrupt):
         return [f"Interrupted: {self}"]
 
 
-def call(target, args, *, timeout=DEFAULT_TIMEOUT, address_space=None, what=None, on_progress=None):
+def environment(pass_env=()):
+    """The environment a worker gets: the whitelist, plus the variables named in ``pass_env``
+    and in $PAGELAB_PASS_ENV that are set here."""
+    named = set(pass_env) | {n.strip() for n in os.environ.get(PASS_ENV, "").split(",")}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k in ENV_KEEP or k.startswith(ENV_PREFIXES) or k in named
+    }
+
+
+def call(
+    target,
+    args,
+    *,
+    timeout=DEFAULT_TIMEOUT,
+    address_space=None,
+    what=None,
+    on_progress=None,
+    pass_env=(),
+):
     """Run ``target`` ("module:function") with keyword ``args`` in a fresh worker process.
 
     ``address_space``: bytes of address space the task needs beyond the interpreter's own;
-    the worker's RLIMIT_AS is set to that plus ADDRESS_SPACE_SLACK. Returns the task's result.
+    the worker's RLIMIT_AS is set to that plus ADDRESS_SPACE_SLACK. ``pass_env``: names of
+    environment variables to pass beyond the whitelist. Returns the task's result.
     """
+    check_timeout(timeout)
     what = what or target
-    read_fd, write_fd = os.pipe()
-    env = dict(os.environ, **{RESULT_FD_ENV: str(write_fd)})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pagelab._worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        pass_fds=(write_fd,),
-        env=env,
-        start_new_session=True,
-    )  # its own group: Ctrl-C reaches us, and killpg reaches it all
-    os.close(write_fd)
+    request = json.dumps({"target": target, "args": args, "address_space": address_space})
+    proc, output_fd, result_fd = _start(environment(pass_env), request.encode())
     output = deque(maxlen=20)  # the last lines the worker printed, for error messages
     messages = []
     try:
-        proc.stdin.write(
-            json.dumps({"target": target, "args": args, "address_space": address_space}).encode()
-        )
-        proc.stdin.close()
-        _collect(proc, read_fd, timeout, output, messages, on_progress, what)
+        _collect(proc, result_fd, output_fd, timeout, output, messages, on_progress, what)
     except KeyboardInterrupt:
-        _kill(proc)
+        proc.kill()
         raise Interrupted(
             f"stopped the {what} worker (pid {proc.pid}); its memory is freed"
         ) from None
     finally:
-        _kill(proc)
-        os.close(read_fd)
+        proc.kill()
+        os.close(result_fd)
+        os.close(output_fd)
     final = next((m for m in reversed(messages) if "ok" in m), None)
     if proc.returncode < 0:
         sig = -proc.returncode
-        raise WorkerDied(
-            f"the {what} worker died with {signal.Signals(sig).name}"
-            + (f" ({output[-1]})" if output else ""),
-            sig,
-        )
+        last = f" (its last output: {output[-1]})" if output else ""
+        raise WorkerDied(f"the {what} worker died with {signal.Signals(sig).name}{last}", sig)
     if final is None:
         tail = f": {output[-1]}" if output else ""
         raise WorkerError(
             f"the {what} worker exited with status {proc.returncode} without a result{tail}"
         )
     if not final["ok"]:
-        cls = BadInput if final["error"] == "BadInput" else WorkerError
-        raise cls(final["message"])
+        if final["error"] == "BadInput":
+            raise BadInput(final["message"])
+        if "traceback" in final:
+            raise WorkerError(f"the {what} task raised {final['message']}", final["traceback"])
+        raise WorkerError(final["message"])
     return final["result"]
 
 
-def _collect(proc, read_fd, timeout, output, messages, on_progress, what):
+def check_timeout(timeout):
+    """BadInput unless ``timeout`` is a positive, finite number of seconds."""
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout < float("inf")
+    ):
+        raise BadInput(f"timeout must be a positive number of seconds, not {quote(timeout)}")
+
+
+class _Child:
+    """A started worker: its pid and, once reaped, its exit code (negative: the signal)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored): its status is lost
+                pid, status = self.pid, 0
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout):
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError
+            time.sleep(0.01)
+
+    def kill(self):
+        """SIGKILL the worker's whole process group (its session) and reap it."""
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGKILL)
+            self.wait(float("inf"))
+
+
+def _start(env, request):
+    """Start a worker with ``request`` queued on its stdin: (_Child, output fd, result fd)."""
+    if not sys.executable:
+        raise WorkerError("cannot start a worker: this Python does not know its own executable")
+    package_parent = str(Path(__file__).resolve().parents[1])
+    argv = [sys.executable, "-I", "-c", _BOOT.format(package_parent)]
+    opened = []
+    try:
+        for _ in range(3):
+            opened += os.pipe()
+        stdin_r, stdin_w, out_r, out_w, res_r, res_w = opened
+        pid = _on_lasting_thread(_spawn, argv, env, (stdin_r, out_w, out_w, res_w))
+    except BaseException as e:
+        for fd in opened:
+            os.close(fd)
+        if isinstance(e, OSError) and len(opened) < 6:
+            raise OSError(e.errno, f"cannot start a worker: {e.strerror}") from None
+        raise
+    for fd in (stdin_r, out_w, res_w):
+        os.close(fd)
+    proc = _Child(pid)
+    try:  # a request larger than the pipe buffer would block here; ours are small
+        with os.fdopen(stdin_w, "wb") as f:
+            f.write(request)
+    except BrokenPipeError:
+        pass  # the worker died at once; its status says why
+    except BaseException:
+        proc.kill()
+        os.close(out_r)
+        os.close(res_r)
+        raise
+    return proc, out_r, res_r
+
+
+def _spawn(argv, env, fds):
+    from ._native import ffi, lib
+
+    keep = [ffi.new("char[]", a.encode()) for a in argv]
+    env_keep = [ffi.new("char[]", f"{k}={v}".encode()) for k, v in env.items()]
+    pid = lib.pl_worker_spawn(
+        keep[0],
+        ffi.new("char *[]", keep + [ffi.NULL]),
+        ffi.new("char *[]", env_keep + [ffi.NULL]),
+        ffi.new("int[4]", fds),
+        os.getpid(),
+    )
+    if pid < 0:
+        raise OSError(-pid, f"cannot start a worker ({argv[0]}): {os.strerror(-pid)}")
+    return pid
+
+
+def _on_lasting_thread(fn, *args):
+    """Run ``fn`` on the main thread, or on one spawner thread that lives as long as the process.
+
+    PR_SET_PDEATHSIG fires when the thread that forked the worker exits, not the process: a
+    worker forked by a short-lived thread (a widget's) would be killed when that thread ends.
+    """
+    global _spawner
+    if threading.current_thread() is threading.main_thread():
+        return fn(*args)
+    with _spawner_lock:
+        if _spawner is None:  # a daemon: it still serves threads the interpreter waits for
+            _spawner = threading.Thread(target=_serve, name="pagelab-spawner", daemon=True)
+            _spawner.start()
+    done, box = threading.Event(), []
+    _spawn_requests.put((fn, args, box, done))
+    done.wait()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
+def _serve():
+    while True:
+        fn, args, box, done = _spawn_requests.get()
+        try:
+            box.append((True, fn(*args)))
+        except BaseException as e:
+            box.append((False, e))
+        done.set()
+
+
+def _collect(proc, result_fd, output_fd, timeout, output, messages, on_progress, what):
     # closed on every exit: a timeout's traceback would otherwise keep the epoll fd alive
     with selectors.DefaultSelector() as sel:
-        _pump(sel, proc, read_fd, timeout, output, messages, on_progress, what)
+        sel.register(result_fd, selectors.EVENT_READ, "result")
+        sel.register(output_fd, selectors.EVENT_READ, "output")
+        _pump(sel, proc, timeout, output, messages, on_progress, what)
 
 
-def _pump(sel, proc, read_fd, timeout, output, messages, on_progress, what):
+def _pump(sel, proc, timeout, output, messages, on_progress, what):
     deadline = time.monotonic() + timeout
-    sel.register(read_fd, selectors.EVENT_READ, "result")
-    sel.register(proc.stdout, selectors.EVENT_READ, "output")
     buffers = {"result": b"", "output": b""}
     open_streams = 2
     while open_streams:
@@ -140,22 +305,12 @@ def _pump(sel, proc, read_fd, timeout, output, messages, on_progress, what):
                 if "progress" in msg and on_progress:
                     on_progress(msg["progress"])
     try:
-        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
+        proc.wait(max(1.0, deadline - time.monotonic()))
+    except TimeoutError:
         raise WorkerTimeout(
             f"the {what} worker closed its output but did not exit within "
             f"{timeout:g} s and was stopped"
         ) from None
-
-
-def _kill(proc):
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    for stream in (proc.stdin, proc.stdout):
-        if stream and not stream.closed:
-            stream.close()
 
 
 # ---- worker side -------------------------------------------------------------------------
@@ -185,11 +340,7 @@ def _limit_address_space(extra):
 
 def _main():
     global _result_file
-    from ._native import lib
-
-    _result_file = os.fdopen(int(os.environ.pop(RESULT_FD_ENV)), "w")
-    if lib.pl_worker_init() != 0:
-        sys.exit(1)  # the caller is already gone
+    _result_file = os.fdopen(RESULT_FD, "w")
     req = json.loads(sys.stdin.read())
     try:
         module, func = req["target"].split(":")
@@ -199,13 +350,26 @@ def _main():
         _send({"ok": True, "result": fn(**req["args"])})
     except BadInput as e:
         _send({"ok": False, "error": "BadInput", "message": str(e)})
-    except (PagelabError, OSError, MemoryError) as e:
+    except OSError as e:
+        _send({"ok": False, "error": type(e).__name__, "message": os_error_line(e)})
+    except (PagelabError, MemoryError) as e:
         _send({"ok": False, "error": type(e).__name__, "message": str(e) or type(e).__name__})
+    except Exception as e:  # a bug: one line to read, and the end of its traceback
+        lines = traceback.format_exception(type(e), e, e.__traceback__)
+        first = (str(e).splitlines() or [""])[0]
+        _send(
+            {
+                "ok": False,
+                "error": type(e).__name__,
+                "message": f"{type(e).__name__}: {first}" if first else type(e).__name__,
+                "traceback": "\n".join("".join(lines).rstrip().splitlines()[-TRACEBACK_LINES:]),
+            }
+        )
 
 
 def selftest(mode, seconds=0.0, mib=0):
     """Tiny tasks that exercise the worker itself (used by the tests): echo, hold memory for a
-    while, crash with SIGSEGV, or fail."""
+    while, crash with SIGSEGV, fail, hit a bug, or show its environment and import path."""
     if mode == "hold":
         block = bytearray(mib << 20)  # zero-filled: really touches the memory
         progress(f"holding {len(block) >> 20} MiB in pid {os.getpid()}")
@@ -214,12 +378,8 @@ def selftest(mode, seconds=0.0, mib=0):
         os.kill(os.getpid(), signal.SIGSEGV)
     elif mode == "fail":
         raise OSError(5, "the task failed on purpose")
+    elif mode == "bug":
+        return {}["no such key"]
+    elif mode == "env":
+        return {"environ": dict(os.environ), "path": sys.path, "flags": sys.flags.isolated}
     return {"mode": mode, "pid": os.getpid()}
-
-
-if __name__ == "__main__":
-    # run as `python -m`, this file is __main__; tasks import pagelab._worker, whose globals
-    # (the result pipe) must be the ones set up here
-    from pagelab._worker import _main as main
-
-    main()

@@ -2,14 +2,16 @@
 
 import difflib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import _rusage, _sim
 from ._counters import CounterGroup, Counts, add_fallbacks, readings, rusage_readings
 from ._errors import BadInput
 from ._native import ffi, lib
+from ._numbers import parse_int, quote
 from ._reading import Reading
 from ._reasons import Facts
+from ._simconfig import make_config
 
 
 def _s(p):
@@ -72,10 +74,12 @@ WORKLOADS = _table()
 
 
 def workload(name):
+    if not isinstance(name, str):
+        raise BadInput(f"an experiment name is a string, not {type(name).__name__}")
     if name not in WORKLOADS:
-        close = difflib.get_close_matches(str(name), WORKLOADS, n=2, cutoff=0.5)
+        close = difflib.get_close_matches(name[:64], WORKLOADS, n=2, cutoff=0.5)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
-        raise BadInput(f"unknown experiment {name!r}{hint} (known: {', '.join(WORKLOADS)})")
+        raise BadInput(f"unknown experiment {quote(name)}{hint} (known: {', '.join(WORKLOADS)})")
     return WORKLOADS[name]
 
 
@@ -85,28 +89,31 @@ def validate(name, given):
     table = workload(name).params
     for key in given:
         if key not in table:
-            close = difflib.get_close_matches(key, table, n=1, cutoff=0.5)
+            close = difflib.get_close_matches(key[:64], table, n=1, cutoff=0.5)
             hint = f"; did you mean {close[0]}?" if close else ""
             raise BadInput(
-                f"{name} has no parameter {key!r}{hint} (parameters: {', '.join(table) or 'none'})"
+                f"{name} has no parameter {quote(key)}{hint} "
+                f"(parameters: {', '.join(table) or 'none'})"
             )
     return {key: _value(name, p, given.get(key, p.default)) for key, p in table.items()}
 
 
 def _value(exp, p, raw):
-    if p.choices and isinstance(raw, str) and not raw.lstrip("-").isdigit():
-        if raw not in p.choices:
-            raise BadInput(f"{exp}: {p.name} must be one of {', '.join(p.choices)}, got {raw!r}")
-        return p.choices.index(raw)
-    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
-        raw = int(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise BadInput(f"{exp}: {p.name} must be an integer, got {raw!r}")
-    if not p.min <= raw <= p.max:
+    if p.choices and isinstance(raw, str) and raw.strip() in p.choices:
+        return p.choices.index(raw.strip())
+    try:
+        value = parse_int(raw, f"{exp}: {p.name}")
+    except BadInput:
+        if p.choices:
+            raise BadInput(
+                f"{exp}: {p.name} must be one of {', '.join(p.choices)}, got {quote(raw)}"
+            ) from None
+        raise
+    if not p.min <= value <= p.max:
         what = f"0..{len(p.choices) - 1} or a name" if p.choices else f"{p.min}..{p.max}"
         unit = f" {p.unit}" if p.unit and not p.choices else ""
-        raise BadInput(f"{exp}: {p.name} must be in {what}{unit}, got {raw}")
-    return raw
+        raise BadInput(f"{exp}: {p.name} must be in {what}{unit}, got {value}")
+    return value
 
 
 # ---- facts both sides need: written once in csrc/include/pl_workloads.h, read through the cdef
@@ -115,6 +122,8 @@ PAGE = lib.PL_PAGE  # the base page: what one fault maps
 HUGE_PAGE = lib.PL_HUGE_PAGE  # a PMD: what one transparent-huge-page fault maps
 CACHE_LINE = lib.PL_CACHE_LINE  # cache: the unit of access
 LATENCY_MAX_SIZES = lib.PL_LAT_MAX_SIZES  # latency: working-set sizes one run can hold
+MOUNTAIN_WORD = lib.PL_MOUNTAIN_WORD  # mountain: bytes per load
+MOUNTAIN_MAX_POINTS = lib.PL_MOUNTAIN_MAX_POINTS  # mountain: sizes x strides one run can hold
 COMPETITION_SLICES = lib.PL_COMPETITION_SLICES  # competition: time slices per phase
 COMPETITION_WRITE_CHUNK = lib.PL_COMPETITION_WRITE_CHUNK  # competition: the file's write size
 MMAP_FILL_CHUNK = lib.PL_MMAP_FILL_CHUNK  # mmap-modes: the file's pwrite size
@@ -149,9 +158,18 @@ def execute(name, params, events=None, sim=None, cwd=None):
     w = workload(name)
     if cwd is not None:
         os.chdir(cwd)
+    group = CounterGroup(events, inherit=True) if events else None
+    try:  # closed on every path, a failing workload's too
+        return _execute(w, params, group, sim)
+    finally:
+        if group:
+            group.close()
+
+
+def _execute(w, params, group, sim):
+    name = w.name
     values = [params[k] for k in w.params]
     entry = lib.pl_workload_table[w.index]
-    group = CounterGroup(events, inherit=True) if events else None
     if group:
         group.enable()
     out = ffi.new("struct pl_out *")
@@ -164,7 +182,12 @@ def execute(name, params, events=None, sim=None, cwd=None):
     if sim is not None:
         if not w.has_sim:
             raise BadInput(f"{name} has no simulated variant")
-        simulator = _sim.Simulator(sim)
+        config = make_config(sim)
+        if config.classify is True:
+            # the experiments report the first level's classes only: the others would cost
+            # a hash lookup per access and never be read
+            config = replace(config, classify="l1")
+        simulator = _sim.Simulator(config)
         ctx.sim = simulator._sim
         rc = entry.run_sim(ctx)
     else:
@@ -193,8 +216,6 @@ def execute(name, params, events=None, sim=None, cwd=None):
         }
         for v in out.value[0 : out.nvalues]
     ]
-    if group:
-        group.close()
     result = {
         "regions": regions,
         "values": values_out,

@@ -1,12 +1,12 @@
 """ebizzy: short-lived per-record buffers from malloc, mmap, a pool or tuned malloc; how many
 page faults each record takes, what that costs, and which code takes them."""
 
-import os
 import statistics
 
 from .._reading import Reading
 from .._reasons import Facts, explain
 from .._results import Claim, Measured
+from .._worker import environment as worker_environment
 from .._workloads import EBIZZY_FIXED_MMAP_THRESHOLD as FIXED_MMAP_THRESHOLD
 from .._workloads import FAULT_PROFILE_BYTES, workload
 from ._common import MIB, PAGE, per, ratio_text, unavailable
@@ -276,7 +276,7 @@ def _notes(by, storms):
             pinned = [
                 k
                 for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
-                if k in os.environ
+                if k in worker_environment()  # passed only when named in $PAGELAB_PASS_ENV
             ]
             notes.append(
                 f"malloc (no mallopt) took {fpr:,.3g} faults per record{steady}: "

@@ -21,6 +21,7 @@ import statistics
 
 from .. import _environment as env
 from .._errors import BadInput
+from .._numbers import format_size as _size  # the one byte-size formatter
 from .._reading import Reading
 from .._results import Claim
 from .._workloads import LATENCY_MAX_SIZES as MAX_SIZES  # one counted region per size
@@ -224,14 +225,6 @@ def _plateaus_of(curve, climbs):
 def _flat(points):
     times = [t for _, t in points]
     return max(times) <= FLAT * min(times)
-
-
-def _size(b):
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if b >= 1 << shift:
-            v = b / (1 << shift)
-            return f"{v:.3g} {unit}" if v < 1000 else f"{v:.0f} {unit}"
-    return f"{b:.0f} B"
 
 
 def _passed(caches, curve):

@@ -12,6 +12,7 @@ import platform
 
 from .. import _environment as env
 from .._errors import BadInput, BudgetExceeded, PagelabError
+from .._numbers import format_size
 from .._reading import Reading
 from .._results import Claim
 from .._worker import ADDRESS_SPACE_SLACK
@@ -221,7 +222,7 @@ def _capacity(fill):
         "map32bit-holds-1gib",
         holds,
         f"{got / MIB:,.1f} MiB in {int(fill['mappings'].value):,} mappings of "
-        f"{_size(chunk)} before the first failure (1 GiB = 1,024 MiB){why}",
+        f"{format_size(chunk)} before the first failure (1 GiB = 1,024 MiB){why}",
     )
 
 
@@ -364,7 +365,7 @@ def _notes(by, p):
         per = old["window_span"].value / n
         then = " and then it was full" if threads["full_at"].value >= 0 else ""
         notes.append(
-            f"{n} 2003-style stacks of {_size(stack)} went into the window "
+            f"{n} 2003-style stacks of {format_size(stack)} went into the window "
             f"({n * stack / MIB:,.0f} MiB){then}; each took {per / MIB:.2f} MiB of it"
         )
         if stack % HUGE_PAGE == 0:
@@ -382,17 +383,15 @@ def _notes(by, p):
 def _holes(what, size, per):
     """A note on 2 MiB-multiple mappings, which the kernel aligns for transparent huge pages."""
     if per < size + HUGE_PAGE / 2:
-        return f"each {what} of {_size(size)} took {per / MIB:.2f} MiB of the window: no holes"
+        return (
+            f"each {what} of {format_size(size)} took {per / MIB:.2f} MiB of the window: no holes"
+        )
     return (
-        f"each {what} of {_size(size)} took {per / MIB:.2f} MiB of the window: mappings of a "
+        f"each {what} of {format_size(size)} took {per / MIB:.2f} MiB of the window: mappings of a "
         "2 MiB multiple are aligned for transparent huge pages, and on this kernel that "
         f"leaves a hole beside each bottom-up MAP_32BIT mapping (try a {what} size that is "
         "not a multiple of 2 MiB)"
     )
-
-
-def _size(n):
-    return f"{n / MIB:g} MiB" if n % MIB == 0 else f"{n / 1024:,.0f} KiB"
 
 
 def _faults(m):

@@ -1,0 +1,535 @@
+"""`pagelab bench`: the performance figures of issue 12, each measured side by side in one run.
+
+Every figure that compares two things (pagelab against a yardstick) times them in turn, A B A B,
+and takes the median of the pair-by-pair ratios, so it holds on a machine whose speed drifts.
+Whole commands are timed by their CPU time (user + system of the finished child, from
+getrusage), in-process figures by the thread's CPU clock: on a shared machine the wall clock
+also counts the time other processes take the CPU away. Wall-clock figures say so.
+
+``run()`` returns one JSON-ready document (stable keys under "figures"); ``pyperf_suite()``
+turns its raw timings into a pyperf BenchmarkSuite that ``python -m pyperf compare_to`` reads.
+"""
+
+import contextlib
+import importlib.util
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ._version import __version__
+
+ROOT = Path(__file__).resolve().parents[2]  # a source checkout: bench/, notebooks/
+# The lackey trace of the cache-lab figures: a 512x512 int matrix filled, transposed and summed
+# (about 5.7 million lines, 80 MB), built with -O1 so its loops stay real loads and stores.
+MATRIX = r"""
+#include <stdio.h>
+#define N 512
+static int a[N][N], b[N][N];
+int main(void)
+{
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            a[i][j] = i ^ j;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            b[j][i] = a[i][j];
+    long s = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            s += b[i][j];
+    printf("%ld\n", s);
+    return 0;
+}
+"""
+LAB = ("-s", "6", "-E", "8", "-b", "6")
+D1 = (32768, 8, 64)  # the cachegrind comparison's D1 (and pagelab's L1D)
+UNAVAILABLE_LIVE = "bench/bench_live.py (the live widget's rate and slowdown) is not present yet"
+
+
+def _figure(value, unit, meaning, command, goal=None, higher_is_better=True, reason=None, **extra):
+    met = None
+    if goal is not None and value is not None:
+        met = value >= goal if higher_is_better else value <= goal
+    d = {"value": value, "unit": unit, "source": "clock", "meaning": meaning, "command": command}
+    if goal is not None:
+        d["goal"] = goal
+        d["better"] = "higher" if higher_is_better else "lower"
+        d["met"] = met
+    if value is None:
+        d["reason"] = reason
+    d.update(extra)
+    return d
+
+
+def _unavailable(unit, meaning, reason, command="pagelab bench --json"):
+    return _figure(None, unit, meaning, command, reason=reason)
+
+
+def _child_cpu(cmd, **kw):
+    """CPU seconds (user + system) of one run of cmd, which must succeed."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _thread_cpu(fn):
+    t0 = time.thread_time()
+    fn()
+    return time.thread_time() - t0
+
+
+def _pairs(a, b, n):
+    """Time a() and b() in turn, n times each: ([a seconds], [b seconds])."""
+    ta, tb = [], []
+    for _ in range(n):
+        ta.append(a())
+        tb.append(b())
+    return ta, tb
+
+
+def _ratio(num, den):
+    return statistics.median(x / y for x, y in zip(num, den))
+
+
+class _Bench:
+    def __init__(self, fast, log):
+        self.fast = fast
+        self.n = 3 if fast else 7
+        self.log = log
+        self.timings = {}  # pyperf benchmark name -> seconds per run
+        self.tmp = Path(tempfile.mkdtemp(prefix="pagelab-bench-"))
+        self.exe = Path(sys.executable)
+        self.pagelab = [str(self.exe.with_name("pagelab"))]
+        if not Path(self.pagelab[0]).exists():
+            self.pagelab = [str(self.exe), "-m", "pagelab"]
+
+    def keep(self, name, seconds):
+        self.timings[name] = list(seconds)
+        return seconds
+
+    # --- light imports and workers ------------------------------------------------------------
+
+    def imports(self):
+        self.log("import pagelab")
+        a, b = _pairs(
+            lambda: _child_cpu([str(self.exe), "-c", "import pagelab"]),
+            lambda: _child_cpu([str(self.exe), "-c", "pass"]),
+            self.n * 2,
+        )
+        self.keep("import pagelab (CPU s)", a)
+        self.keep("python -c pass (CPU s)", b)
+        return _figure(
+            statistics.median(a),
+            "s",
+            "CPU time of `python -c 'import pagelab'` (the interpreter's start included)",
+            "python -c 'import pagelab'",
+            goal=0.05,
+            higher_is_better=False,
+            python_s=statistics.median(b),
+        )
+
+    def worker_start(self):
+        from . import _worker
+
+        self.log("worker start")
+        walls = []
+        for _ in range(self.n):
+            t0 = time.perf_counter()
+            _worker.call("platform:python_version", {}, what="bench")
+            walls.append(time.perf_counter() - t0)
+        self.keep("worker start (wall s)", walls)
+        return _figure(
+            statistics.median(walls),
+            "s",
+            "wall time of one trivial task in a fresh worker process (start, run, result, exit)",
+            "python -c 'from pagelab import _worker; "
+            '_worker.call("platform:python_version", {})\'',
+        )
+
+    def run_all(self):
+        self.log("pagelab run all (wall clock, once)")
+        t0 = time.perf_counter()
+        subprocess.run([*self.pagelab, "run", "all"], check=True, capture_output=True)
+        wall = time.perf_counter() - t0
+        self.keep("pagelab run all (wall s)", [wall])
+        return _figure(
+            wall,
+            "s",
+            "wall time of `pagelab run all` (every experiment, default parameters)",
+            "pagelab run all",
+            goal=15,
+            higher_is_better=False,
+        )
+
+    # --- simulator ----------------------------------------------------------------------------
+
+    def accesses(self):
+        import numpy as np
+
+        from ._sim import Simulator
+        from ._simconfig import default_config
+
+        m = default_config()
+        cfg = {"l1": m.l1, "l2": None, "llc": None, "dtlb": m.dtlb, "stlb": None}
+        n = 1 << (20 if self.fast else 22)
+        out = {}
+        for key, stride, goal in (("seq8", 8, 3e8), ("new_line", m.l1.line, 1e8)):
+            self.log(f"simulator accesses: {key}")
+            addr = np.arange(n, dtype=np.uint64) * np.uint64(stride)
+            sim = Simulator(cfg)
+            times = [_thread_cpu(lambda s=sim, a=addr: s.access(a, sizes=8)) for _ in range(self.n)]
+            self.keep(f"sim L1D+DTLB {key} (CPU s per {n} accesses)", times)
+            out[f"sim.accesses_per_s.{key}"] = _figure(
+                n / statistics.median(times),
+                "accesses/s",
+                f"8-byte loads through Simulator.access, this machine's L1D ({m.l1.describe()}) "
+                f"and DTLB ({m.dtlb.describe()}), miss classification on; "
+                + ("sequential" if key == "seq8" else "one access per line"),
+                "pagelab bench --json (sim.accesses_per_s)",
+                goal=goal,
+            )
+        return out
+
+    def matrix_trace(self):
+        """The lackey trace of MATRIX, or None without valgrind or a C compiler."""
+        if not (shutil.which("valgrind") and shutil.which("cc")):
+            return None
+        src, exe, trace = self.tmp / "matrix.c", self.tmp / "matrix", self.tmp / "matrix.trace"
+        src.write_text(MATRIX)
+        self.log("building the lackey trace of a 512x512 matrix program (valgrind)")
+        subprocess.run(["cc", "-O1", "-o", str(exe), str(src)], check=True)
+        subprocess.run(
+            ["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-file={trace}", str(exe)],
+            check=True,
+            capture_output=True,
+        )
+        return trace
+
+    def trace_figures(self, trace):
+        from ._sim import cachelab
+
+        how = "valgrind and a C compiler are needed to make the lackey trace"
+        if trace is None:
+            return {
+                "sim.trace_lines_per_s": _unavailable("lines/s", "", how),
+                "sim.cachelab_command_s": _unavailable("s", "", how),
+            }
+        with open(trace, "rb") as f:
+            lines = sum(1 for _ in f)
+        self.log("cache-lab replay in process")
+        s, e, b = (int(v) for v in LAB[1::2])
+        times = [_thread_cpu(lambda: cachelab(trace, s, e, b)) for _ in range(self.n)]
+        self.keep("cachelab() of the matrix trace (CPU s)", times)
+        self.log("cache-lab replay, whole command")
+        cmd = [*self.pagelab, "sim", "trace", str(trace), *LAB]
+        whole = [_child_cpu(cmd) for _ in range(self.n)]
+        self.keep("pagelab sim trace -s 6 -E 8 -b 6 (CPU s)", whole)
+        return {
+            "sim.trace_lines_per_s": _figure(
+                lines / statistics.median(times),
+                "lines/s",
+                f"lackey trace lines read and simulated per second by cachelab() (-s 6 -E 8 "
+                f"-b 6), in process, on the {lines:,}-line trace of a 512x512 matrix program",
+                "pagelab bench --json (sim.trace_lines_per_s)",
+            ),
+            "sim.cachelab_command_s": _figure(
+                statistics.median(whole),
+                "s",
+                f"CPU time of the whole command `pagelab sim trace T {' '.join(LAB)}` on that "
+                "trace (start-up included): compare with csim-ref by hand, see "
+                "docs/performance.md",
+                f"pagelab sim trace T {' '.join(LAB)}",
+                lines=lines,
+            ),
+            "sim.vs_csimref.speedup": _unavailable(
+                "x",
+                "csim-ref's CPU time over pagelab's on the same trace and -s -E -b",
+                "csim-ref (CS:APP's reference binary) is not on PyPI or in Debian, and a "
+                "replayer written here would measure our guess at it, not csim-ref: compare "
+                "by hand with sim.cachelab_command_s (docs/performance.md says how)",
+            ),
+        }
+
+    def cachegrind(self):
+        from ._sim import Simulator
+
+        if not (shutil.which("valgrind") and shutil.which("cc")):
+            reason = "valgrind and a C compiler are needed"
+            return {
+                "sim.vs_cachegrind.speedup": _unavailable("x", "", reason),
+                "sim.vs_cachegrind.miss_agreement": _unavailable("fraction", "", reason),
+            }
+        src, exe = self.tmp / "matrix.c", self.tmp / "matrix-o2"
+        subprocess.run(["cc", "-O2", "-o", str(exe), str(src)], check=True)
+        trace = self.tmp / "matrix-o2.trace"
+        subprocess.run(
+            ["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-file={trace}", str(exe)],
+            check=True,
+            capture_output=True,
+        )
+        out = self.tmp / "cachegrind.out"
+        geometry = ",".join(map(str, D1))
+        cg = [
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=yes",
+            f"--D1={geometry}",
+            "--I1=32768,8,64",
+            "--LL=1048576,16,64",
+            f"--cachegrind-out-file={out}",
+            str(exe),
+        ]
+        level = ":".join(map(str, D1))
+        ours = [*self.pagelab, "sim", "trace", str(trace), f"--l1={level}"]
+        ours += ["--l2=none", "--llc=none", "--tlb=none", "--stlb=none", "--no-classify"]
+        self.log("pagelab against cachegrind")
+        a, b = _pairs(lambda: _child_cpu(cg), lambda: _child_cpu(ours), max(3, self.n // 2))
+        self.keep("cachegrind D1 (CPU s)", a)
+        self.keep("pagelab sim trace, same D1 (CPU s)", b)
+        counts = {}
+        for line in out.read_text().splitlines():
+            if line.startswith("events:"):
+                names = line.split()[1:]
+            elif line.startswith("summary:"):
+                counts = dict(zip(names, map(int, line.split()[1:])))
+        expected = counts["D1mr"] + counts["D1mw"]
+        sim = Simulator({"l1": D1, "l2": None, "llc": None, "dtlb": None, "stlb": None})
+        sim.replay(trace)
+        got = sim.stats()["L1D"].misses
+        return {
+            "sim.vs_cachegrind.speedup": _figure(
+                _ratio(a, b),
+                "x",
+                "CPU time of cachegrind (D1 32K:8:64) running the matrix program (-O2) over "
+                "pagelab's replaying that program's lackey trace through the same L1D: both "
+                "whole commands, measured in turn. Not the -DPL_SIM workload path",
+                "pagelab bench --json (sim.vs_cachegrind)",
+                goal=10,
+            ),
+            "sim.vs_cachegrind.miss_agreement": _figure(
+                got / expected,
+                "fraction",
+                f"pagelab's L1D misses over cachegrind's D1mr + D1mw ({got:,} / {expected:,})",
+                "pagelab bench --json (sim.vs_cachegrind)",
+            ),
+        }
+
+    # --- counters -----------------------------------------------------------------------------
+
+    def counters(self):
+        from ._counters import measure
+
+        self.log("empty measure() brackets")
+        events = "page-faults,task-clock"
+        walls, faults, clocks = [], [], []
+        for _ in range(50 if self.fast else 200):
+            t0 = time.perf_counter()
+            with measure(events) as m:
+                pass
+            walls.append(time.perf_counter() - t0)
+            faults.append(m["page-faults"].value)
+            clocks.append(m["task-clock"].value)
+        self.keep("empty measure() bracket (wall s)", walls)
+        opened = all(v is not None for v in faults + clocks)
+        why = "page-faults and task-clock do not open here (see pagelab doctor)"
+        return {
+            "counters.measure_overhead_us": _figure(
+                statistics.median(walls) * 1e6,
+                "us",
+                "wall time of an empty `with pagelab.measure('page-faults,task-clock')` block, "
+                "the group's open and close included",
+                "pagelab bench --json (counters)",
+            ),
+            "counters.floor_faults": _figure(
+                statistics.median(faults) if opened else None,
+                "faults",
+                "page faults an empty measure() block counts (what lands inside the span)",
+                "pagelab bench --json (counters)",
+                reason=why,
+            ),
+            "counters.floor_task_clock_us": _figure(
+                statistics.median(clocks) / 1e3 if opened else None,
+                "us",
+                "task-clock an empty measure() block counts",
+                "pagelab bench --json (counters)",
+                reason=why,
+            ),
+        }
+
+    def read_cost(self):
+        """A group read through pl_group_read against bare read(2)s of the same fd, both looped
+        in C; and the same for the rdpmc path where hardware events open and rdpmc is allowed."""
+        from ._counters import CounterGroup
+        from ._native import ffi, lib
+
+        loop = 10_000
+        out = {}
+        for key, events, rdpmc in (
+            ("counters.read_vs_syscall", "page-faults,minor-faults,context-switches", False),
+            ("counters.rdpmc_vs_syscall", "instructions,cycles", True),
+        ):
+            meaning = (
+                f"time of a C group read ({'rdpmc' if rdpmc else 'read(2)'} path, {events}) "
+                "over a bare read(2) of the same group fd, both looped in C"
+            )
+            with CounterGroup(events, rdpmc=rdpmc) as g:
+                c = ffi.new("struct pl_counts *")
+                if not g.opened:
+                    out[key] = _unavailable("x", meaning, f"{events} do not open here")
+                    continue
+                g.enable()
+                lib.pl_group_read(g._group, c)
+                if rdpmc and not c.via_rdpmc:
+                    out[key] = _unavailable("x", meaning, "rdpmc is not allowed here")
+                    continue
+                self.log(f"group read against read(2): {events}")
+                a, b = _pairs(
+                    lambda g=g: lib.pl_group_read_loop(g._group, loop) / 1e9,
+                    lambda g=g: lib.pl_group_syscall_loop(g._group, loop) / 1e9,
+                    self.n,
+                )
+            if min(a + b) < 0:
+                out[key] = _unavailable("x", meaning, "a read failed")
+                continue
+            self.keep(f"{key} group read x{loop} (s)", a)
+            self.keep(f"{key} bare read(2) x{loop} (s)", b)
+            out[key] = _figure(
+                _ratio(a, b),
+                "x",
+                meaning,
+                "pagelab bench --json (counters)",
+                read_ns=statistics.median(a) / loop * 1e9,
+                syscall_ns=statistics.median(b) / loop * 1e9,
+            )
+        return out
+
+    def fidelity(self):
+        """A workload through cffi in a worker against its source built standalone -O2."""
+        reason = (
+            "not measured yet: needs a standalone -O2 harness (a main) for the workload sources"
+        )
+        return {
+            f"fidelity.ratio.{name}": _unavailable(
+                "x",
+                f"the {name} workload's hot-loop time through cffi in a worker over the same "
+                "source compiled standalone -O2",
+                reason,
+            )
+            for name in ("cache", "first_touch")
+        }
+
+    # --- what other parts of the project provide -----------------------------------------------
+
+    def live(self):
+        """The live widget's figures, from bench/bench_live.py's rate_hz() and slowdown() (each
+        returns a number) once that file exists; unavailable until then."""
+        path = ROOT / "bench" / "bench_live.py"
+        keys = {"live.rate_hz": ("rate_hz", "Hz"), "live.slowdown": ("slowdown", "x")}
+        if not path.is_file():
+            return {k: _unavailable(unit, "", UNAVAILABLE_LIVE) for k, (_, unit) in keys.items()}
+        spec = importlib.util.spec_from_file_location("pagelab_bench_live", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.log("live widget")
+        return {
+            k: _figure(
+                getattr(module, fn)(), unit, (getattr(module, fn).__doc__ or "").strip(), str(path)
+            )
+            for k, (fn, unit) in keys.items()
+        }
+
+    def nbval(self):
+        notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+        if not notebooks or importlib.util.find_spec("nbval") is None:
+            return {"nbval_s": _unavailable("s", "", "needs a source checkout and nbval")}
+        out = {}
+        for nb in notebooks:
+            self.log(f"nbval {nb.name} (wall clock)")
+            t0 = time.perf_counter()
+            r = subprocess.run(
+                [str(self.exe), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(nb)],
+                cwd=ROOT,
+                capture_output=True,
+            )
+            wall = time.perf_counter() - t0
+            self.keep(f"nbval {nb.stem} (wall s)", [wall])
+            out[f"nbval_s.{nb.stem}"] = _figure(
+                wall,
+                "s",
+                f"wall time of `pytest {nb.relative_to(ROOT)}` (nbval runs the chapter)"
+                + ("" if r.returncode == 0 else "; the chapter FAILED"),
+                f"pytest notebooks/{nb.name}",
+                passed=r.returncode == 0,
+            )
+        return out
+
+
+def _machine():
+    from ._doctor import environment
+
+    env = environment()
+    return {
+        "python": platform.python_version(),
+        "pagelab": __version__,
+        "cpus": os.cpu_count(),
+        "cpu": env.get("cpu"),
+        "kernel": env.get("kernel"),
+        "profile": env.get("profile"),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def run(fast=False, log=None):
+    """Measure every figure; one JSON-ready document. ``fast`` skips `run all` and the chapters
+    and takes fewer repetitions."""
+    log = log or (lambda msg: None)
+    b = _Bench(fast, log)
+    t0 = time.perf_counter()
+    figures = {"import_s": b.imports(), "worker_start_s": b.worker_start()}
+    figures.update(b.accesses())
+    trace = b.matrix_trace()
+    figures.update(b.trace_figures(trace))
+    if trace is not None:
+        trace.unlink()
+    figures.update(b.cachegrind())
+    figures.update(b.counters())
+    figures.update(b.read_cost())
+    figures.update(b.fidelity())
+    figures.update(b.live())
+    if not fast:
+        figures["run_all_s"] = b.run_all()
+        figures.update(b.nbval())
+    with contextlib.suppress(OSError):
+        shutil.rmtree(b.tmp)
+    return {
+        "bench": "pagelab",
+        "version": __version__,
+        "fast": fast,
+        "machine": _machine(),
+        "clocks": "whole commands: child CPU (user + system); in process: thread CPU; "
+        "figures marked wall: wall clock",
+        "elapsed_s": time.perf_counter() - t0,
+        "figures": figures,
+        "timings": b.timings,
+    }
+
+
+def pyperf_suite(doc):
+    """The document's raw timings as a pyperf BenchmarkSuite (seconds; one run per figure)."""
+    import pyperf
+
+    benchmarks = []
+    for name, values in doc["timings"].items():
+        meta = {"name": name, "unit": "second", "pagelab_version": doc["version"]}
+        meta.update({f"machine_{k}": str(v) for k, v in doc["machine"].items() if v is not None})
+        run_ = pyperf.Run(values, metadata=meta, collect_metadata=False)
+        benchmarks.append(pyperf.Benchmark([run_]))
+    return pyperf.BenchmarkSuite(benchmarks)

@@ -1,0 +1,119 @@
+"""`pagelab bench`: its JSON keys, its pyperf output and the generated docs/performance.md.
+No test here checks a figure against a goal: performance targets live in the benchmark only."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ROOT, run
+from pagelab import _bench
+
+KEYS = {
+    "import_s",
+    "worker_start_s",
+    "sim.accesses_per_s.seq8",
+    "sim.accesses_per_s.new_line",
+    "sim.trace_lines_per_s",
+    "sim.cachelab_command_s",
+    "sim.vs_csimref.speedup",
+    "sim.vs_cachegrind.speedup",
+    "sim.vs_cachegrind.miss_agreement",
+    "counters.measure_overhead_us",
+    "counters.floor_faults",
+    "counters.floor_task_clock_us",
+    "counters.read_vs_syscall",
+    "counters.rdpmc_vs_syscall",
+    "fidelity.ratio.cache",
+    "fidelity.ratio.first_touch",
+    "live.rate_hz",
+    "live.slowdown",
+}
+
+
+def _doc():
+    """A synthetic bench document: one met, one missed, one unavailable figure."""
+    figures = {
+        "import_s": _bench._figure(0.02, "s", "import", "cmd a", goal=0.05, higher_is_better=False),
+        "sim.accesses_per_s.new_line": _bench._figure(3e7, "accesses/s", "new", "cmd b", goal=1e8),
+        "live.rate_hz": _bench._unavailable("Hz", "rate", _bench.UNAVAILABLE_LIVE),
+    }
+    return {
+        "bench": "pagelab",
+        "version": "0",
+        "fast": True,
+        "machine": {
+            "python": "3",
+            "pagelab": "0",
+            "cpus": 2,
+            "cpu": "cpu",
+            "kernel": "k",
+            "profile": "software-only",
+            "date": "d",
+        },
+        "clocks": "child CPU",
+        "elapsed_s": 1.0,
+        "figures": figures,
+        "timings": {"a (s)": [0.1, 0.11, 0.12], "b (s)": [1.0, 1.1]},
+    }
+
+
+def test_goals_are_judged_in_the_right_direction():
+    """A lower-is-better figure under its goal is met; a higher-is-better one under it is not;
+    an unavailable figure says why and is neither."""
+    f = _doc()["figures"]
+    assert f["import_s"]["met"] is True and f["import_s"]["better"] == "lower"
+    assert f["sim.accesses_per_s.new_line"]["met"] is False
+    assert f["live.rate_hz"]["value"] is None and "bench_live.py" in f["live.rate_hz"]["reason"]
+
+
+def test_pyperf_suite_is_read_by_compare_to(tmp_path):
+    """The raw timings are a pyperf suite that `python -m pyperf compare_to` reads."""
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    _bench.pyperf_suite(_doc()).dump(str(old))
+    doc = _doc()
+    doc["timings"]["a (s)"] = [0.2, 0.21, 0.22]
+    _bench.pyperf_suite(doc).dump(str(new))
+    r = run([sys.executable, "-m", "pyperf", "compare_to", str(old), str(new)])
+    assert r.returncode == 0, r.stderr
+    assert "a (s)" in r.stdout and "slower" in r.stdout
+
+
+def _performance_md():
+    spec = importlib.util.spec_from_file_location(
+        "performance_md", ROOT / "bench/performance_md.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_performance_md_lists_every_figure_and_explains_misses():
+    """The generated page has a row per figure with its command, marks misses and says what
+    limits them, and gives unavailable figures their reason."""
+    md = _performance_md().markdown(_doc())
+    for key in _doc()["figures"]:
+        assert f"| `{key}` |" in md
+    assert "`cmd a`" in md and "<= 0.05 met" in md and ">= 1e+08 **missed**" in md
+    assert "- `sim.accesses_per_s.new_line`: 3e+07 accesses/s" in md and "pl_lru_access" in md
+    assert "unavailable: bench/bench_live.py" in md
+    assert "csim-ref" in md
+
+
+@pytest.mark.slow
+def test_bench_fast_json_reports_every_key(pagelab_cmd):
+    """`pagelab bench --fast --json` prints one document with every issue-12 key, each a number
+    or null with a reason, and the machine it ran on."""
+    r = subprocess.run(
+        [*pagelab_cmd, "bench", "--fast", "--json"], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert set(doc["figures"]) >= KEYS
+    for key, f in doc["figures"].items():
+        assert isinstance(f["value"], (int, float)) or f["reason"], key
+        assert f["command"] and f["source"] == "clock"
+    assert doc["machine"]["cpus"] >= 1 and doc["timings"]
+    assert doc["figures"]["sim.vs_csimref.speedup"]["value"] is None
