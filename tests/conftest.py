@@ -83,6 +83,8 @@ def nobody_python():
     shutil.copytree(
         ROOT / "pylib" / "pagelab", src / "pagelab", copy_function=_link_or_copy, ignore=skip
     )
+    # pagelab.source() reads the C next to the package, as in a checkout
+    shutil.copytree(ROOT / "csrc", d / "csrc", copy_function=_link_or_copy, ignore=skip)
     Path(site, "pagelab-checkout.pth").write_text(f"{src}\n")
     home = d / "home"
     home.mkdir()
