@@ -1,13 +1,17 @@
-"""Shared fixtures: the standalone C tools compiled once per session, the pagelab command."""
+"""Shared fixtures: the standalone C tools compiled once per session, the pagelab command, and a
+Python the unprivileged user can run."""
 
+import os
+import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from helpers import CFLAGS, ROOT
+from helpers import CFLAGS, NOBODY, ROOT
 
 
 @pytest.fixture(scope="session")
@@ -27,3 +31,63 @@ def tools_dir():
 def pagelab_cmd():
     """The installed `pagelab` console script next to this interpreter."""
     return [str(Path(sys.executable).with_name("pagelab"))]
+
+
+def _others_can_run(path):
+    """Whether a user with no rights of its own can reach and run ``path``."""
+    p = Path(path).resolve()
+    if not p.is_file() or p.stat().st_mode & 0o005 != 0o005:
+        return False
+    return all(d.stat().st_mode & 0o001 for d in p.parents)
+
+
+def _link_or_copy(src, dst):
+    try:
+        os.link(src, dst)  # instant on one filesystem; the files keep their (readable) modes
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+@pytest.fixture(scope="session")
+def nobody_python():
+    """(python, home) for uid nobody: a venv in a world-readable temporary directory, made from a
+    world-runnable interpreter of this Python's version (this one's base when others can reach
+    it; else the system's, e.g. Debian's /usr/bin/python3.11, since /root is private), holding
+    links to this environment's packages and a copy of pagelab (the checkout may be private)."""
+    if os.geteuid() != 0:
+        pytest.skip("running as another user needs root; this test run is unprivileged")
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    bases = [Path(sys.base_prefix) / "bin" / version]
+    bases += [Path(d) / version for d in ("/usr/bin", "/usr/local/bin")]
+    base = next((b for b in bases if _others_can_run(b)), None)
+    if base is None:
+        pytest.skip(
+            f"no {version} that an unprivileged user can run ({', '.join(map(str, bases))}); "
+            f"install the system's {version}"
+        )
+    d = Path(tempfile.mkdtemp(prefix="pagelab-nobody-"))
+    d.chmod(0o755)
+    venv = d / "venv"
+    subprocess.run([str(base), "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    skip = shutil.ignore_patterns("__editable__*", "__pycache__")
+    here = sysconfig.get_paths()["purelib"]
+    shutil.copytree(here, site, dirs_exist_ok=True, copy_function=_link_or_copy, ignore=skip)
+    src = d / "src"
+    shutil.copytree(
+        ROOT / "pylib" / "pagelab", src / "pagelab", copy_function=_link_or_copy, ignore=skip
+    )
+    # pagelab.source() reads the C next to the package, as in a checkout
+    shutil.copytree(ROOT / "csrc", d / "csrc", copy_function=_link_or_copy, ignore=skip)
+    Path(site, "pagelab-checkout.pth").write_text(f"{src}\n")
+    home = d / "home"
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
+    yield python, home
+    shutil.rmtree(d)

@@ -10,6 +10,7 @@ import jsonschema
 import pagelab
 
 ROOT = Path(__file__).resolve().parents[1]
+NOBODY = 65534  # uid and gid of the unprivileged user the profile tests run as
 # The flags every C file in csrc/ must compile cleanly with (see STYLE.md).
 CFLAGS = [
     "-std=c11",
@@ -53,3 +54,20 @@ def run_blocked(tools_dir, pagelab_cmd, experiment, **params):
     doc = json_document(p.stdout, "result")
     assert doc["environment"]["profile"] == "blocked"
     return doc
+
+
+def run_as_nobody(python, home, args, **kw):
+    """``python ARGS`` as uid/gid nobody with no supplementary groups, in a clean environment
+    whose HOME (and Jupyter's runtime directory) is ``home``. exec() after the uid change makes
+    the process dumpable again, as a real user's is (perf_event_open checks that)."""
+    env = {
+        "PATH": f"{Path(python).parent}:/usr/bin:/bin",
+        "HOME": str(home),
+        "JUPYTER_RUNTIME_DIR": str(Path(home) / "runtime"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LANG": "C.UTF-8",
+    }
+    kw.setdefault("cwd", str(home))
+    return run(
+        [str(python), *args], user=NOBODY, group=NOBODY, extra_groups=[], env=env, umask=0o022, **kw
+    )

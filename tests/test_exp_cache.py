@@ -1,4 +1,4 @@
-"""cache: the seed's do_mem_access, its claims, the hw-or-sim adapter and the sim-mode build."""
+"""cache: the write-up's do_mem_access, its claims, the hw-or-sim adapter and the sim-mode build."""
 
 import gc
 import subprocess
@@ -95,7 +95,7 @@ def test_a_run_leaves_no_descriptor_behind():
 
 
 def _model(source_of_counts):
-    """Measurements shaped like a real run, counts from a simple model of the seed's pattern."""
+    """Measurements shaped like a real run, counts from a simple model of the write-up's pattern."""
     counts = {"sequential": (7168 * 256, 448 * 256, 0), "random": (7168 * 256, 449 * 256, 1700)}
     measured, sim = [], _hw_or_sim.Simulated()
     for label, values in counts.items():

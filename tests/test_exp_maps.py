@@ -256,3 +256,17 @@ def test_elf_type_tells_pie_from_fixed(tmp_path):
         assert exp.elf_type(tmp_path / "elf") == kind
     (tmp_path / "text").write_text("#!/bin/sh\n")
     assert exp.elf_type(tmp_path / "text") is None
+
+
+@pytest.mark.parametrize("e_type, holds", [(2, True), (3, False)])
+def test_malloc_in_a_fixed_address_program_is_its_plt_entry(tmp_path, e_type, holds):
+    """In a fixed-address (non-PIE) program, e.g. Debian's python3.11, a pointer to malloc is the
+    program's own PLT entry: accepted there, and only there (a PIE program points into libc)."""
+    prog = tmp_path / "prog"
+    prog.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(9) + e_type.to_bytes(2, "little"))
+    maps = f"00400000-00401000 r-xp 00000000 fe:00 1                          {prog}\n"
+    process = {"maps": maps, "exe": str(prog), "personality": 0, "truncated": 0}
+    facts = {"process": process, "object": {"C library function": 0x400100}}
+    claim = exp._objects([exp.snapshot(facts)])
+    assert claim.holds is holds, claim
+    assert ("PLT entry" in claim.evidence) is holds

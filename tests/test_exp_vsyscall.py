@@ -15,7 +15,9 @@ def result():
 
 
 def test_claims_hold_here(result):
-    """vsyscall is >= 20x slower than the vDSO, one perf fault per call, rusage minflt flat."""
+    """vsyscall is >= 20x slower than the vDSO (a trap and an emulation against a few loads:
+    100x and more on any machine, compared fastest process to fastest), one perf fault per
+    call, rusage minflt flat."""
     assert {c.id: c.holds for c in result.claims} == {
         "vsyscall-much-slower": True,
         "vsyscall-fault-per-call": True,
@@ -24,13 +26,16 @@ def test_claims_hold_here(result):
 
 
 def test_statistics_come_from_several_processes(result):
-    """ns per call is a mean over the worker processes, with its spread, labelled clock."""
+    """ns per call is a mean over the worker processes, with its spread and its fastest,
+    labelled clock; the fastest vDSO call beats the fastest system call (no kernel entry: tens
+    of times cheaper, which no preemption of all three processes at once could hide)."""
     for label in ("vdso", "syscall", "vsyscall"):
         m = result[label]
         assert m["processes"].value == 3
         assert m["ns_per_call"].source == "clock" and m["ns_per_call"].value > 0
         assert m["ns_per_call_stdev"].value >= 0
-    assert result["vdso"]["ns_per_call"].value < result["syscall"]["ns_per_call"].value
+        assert 0 < m["ns_per_call_min"].value <= m["ns_per_call"].value
+    assert result["vdso"]["ns_per_call_min"].value < result["syscall"]["ns_per_call_min"].value
 
 
 def test_only_the_vsyscall_path_faults(result):

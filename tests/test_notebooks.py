@@ -1,12 +1,55 @@
-"""Chapters: every notebook is executed by nbval (or excluded with a reason) and well formed."""
+"""Chapters: every notebook is executed by nbval (or excluded with a reason) and well formed, in
+this run's profile (as part of the suite), under the seccomp launcher and as uid nobody."""
 
 import importlib.util
 import json
 import re
+import shutil
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
-from helpers import ROOT
+import pytest
+
+from helpers import NOBODY, ROOT, run, run_as_nobody
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+CHECK = "# NBVAL_CHECK_OUTPUT"
+NBVAL = ["-m", "pytest", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env"]
+TIMEOUT = 900  # one profile's run of every chapter: ~2 minutes here, far longer on a busy machine
+
+
+def code_cells(nb):
+    return [c for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def checked_cells(nb):
+    """nbval's names ("Cell N": N counts code cells) of the chapter's checked cells."""
+    return [
+        f"Cell {i}" for i, c in enumerate(code_cells(nb)) if "".join(c["source"]).startswith(CHECK)
+    ]
+
+
+def expected_items():
+    """Every code cell of every chapter nbval runs, as {chapter file name: {"Cell N", ...}}."""
+    skipped = excluded()
+    return {
+        nb.name: {f"Cell {i}" for i in range(len(code_cells(nb)))}
+        for nb in NOTEBOOKS
+        if nb.name not in skipped
+    }
+
+
+def nbval_outcomes(report):
+    """{chapter: {cell: outcome}} and {chapter: seconds} from a junit report of an nbval run."""
+    outcomes, seconds = {}, {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        chapter = case.get("classname", "").rsplit(".", 1)[0].split(".")[-1] + ".ipynb"
+        kinds = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
+        outcomes.setdefault(chapter, {})[case.get("name")] = kinds[0] if kinds else "passed"
+        seconds[chapter] = seconds.get(chapter, 0.0) + float(case.get("time", 0))
+    return outcomes, seconds
 
 
 def excluded():
@@ -40,7 +83,7 @@ def test_chapters_follow_the_house_shape():
             for c in cells
             if c["cell_type"] == "code" and "".join(c["source"]).startswith("# NBVAL_CHECK_OUTPUT")
         ]
-        assert checked, f"{nb.name}: no verdict cell is checked by nbval"
+        assert len(checked) >= 2, f"{nb.name}: fewer than two cells are checked by nbval"
         for c in checked:
             assert c["outputs"], f"{nb.name}: a checked cell has no stored output to compare"
 
@@ -54,3 +97,63 @@ def test_chapters_use_only_the_public_api():
             if c["cell_type"] == "code"
         )
         assert not re.search(r"pagelab\._|from pagelab\.\w*_|_native|\blib\.", src), nb.name
+
+
+def test_nbval_collects_every_cell_of_every_chapter():
+    """nbval (as configured for `make test`) collects each chapter's every code cell, checked
+    ones included: a missing plugin, option or chapter would make the run pass vacuously."""
+    p = run([sys.executable, "-m", "pytest", "--collect-only", "-q", "notebooks"], cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = {}
+    for line in p.stdout.splitlines():
+        if m := re.fullmatch(r"notebooks/(\S+\.ipynb)::(Cell \d+)", line.strip()):
+            got.setdefault(m[1], set()).add(m[2])
+    assert got == expected_items()
+    for nb in NOTEBOOKS:
+        assert set(checked_cells(nb)) <= got.get(nb.name, set()), nb.name
+
+
+def assert_every_cell_passed(report, output):
+    outcomes, seconds = nbval_outcomes(report)
+    expected = expected_items()
+    assert set(outcomes) == set(expected), output
+    for chapter, cells in expected.items():
+        bad = {c: o for c, o in outcomes[chapter].items() if o != "passed"}
+        assert not bad and set(outcomes[chapter]) == cells, (chapter, bad, output)
+    print("nbval seconds per chapter:", {c: round(t, 1) for c, t in sorted(seconds.items())})
+
+
+@pytest.mark.slow
+def test_chapters_pass_under_the_seccomp_launcher(tools_dir, tmp_path):
+    """Blocked profile: with perf_event_open denied by seccomp (in the kernels and the workers
+    they start), every chapter runs and every checked cell prints what it stores."""
+    report = tmp_path / "nbval.xml"
+    p = run(
+        [str(tools_dir / "pl-noperf"), sys.executable, *NBVAL, f"--junitxml={report}", "notebooks"],
+        cwd=ROOT,
+        timeout=TIMEOUT,
+    )
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
+    assert_every_cell_passed(report, p.stdout[-4000:])
+
+
+@pytest.mark.slow
+def test_chapters_pass_as_an_unprivileged_user(nobody_python):
+    """Unprivileged profile: as uid nobody (perf_event_paranoid applies, no capabilities, a
+    private HOME), every chapter runs and every checked cell prints what it stores."""
+    python, home = nobody_python
+    chapters = Path(tempfile.mkdtemp(prefix="chapters-", dir=home))
+    for f in [*NOTEBOOKS, ROOT / "notebooks" / "conftest.py"]:
+        shutil.copy(f, chapters)
+    (chapters / "pytest.ini").write_text("[pytest]\n")  # this directory is the run's root
+    shutil.chown(chapters, NOBODY, NOBODY)
+    report = chapters / "nbval.xml"
+    p = run_as_nobody(
+        python,
+        home,
+        [*NBVAL, f"--junitxml={report}", "."],
+        cwd=chapters,
+        timeout=TIMEOUT,
+    )
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
+    assert_every_cell_passed(report, p.stdout[-4000:])

@@ -7,9 +7,7 @@ import textwrap
 
 import pytest
 
-from helpers import json_document, run
-
-NOBODY = 65534
+from helpers import NOBODY, json_document, run
 
 
 def test_doctor_under_seccomp_is_blocked(tools_dir, pagelab_cmd):

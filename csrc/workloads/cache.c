@@ -1,5 +1,5 @@
-/* cache: the seed's do_mem_access. Working sets of 512 cache lines (32 KiB, an L1D's worth) are
- * walked 16 times each, writing 1 line in 8 and reading the rest; the base of each working set
+/* cache: the lab write-up's do_mem_access. Working sets of 512 cache lines (32 KiB, an L1D's worth)
+ * are walked 16 times each, writing 1 line in 8 and reading the rest; the base of each working set
  * either advances sequentially through a large buffer or is a random line in it. Every working
  * set fits L1, so L1 read misses stay rare in both variants; random bases land on pages the TLB
  * does not hold far more often through a load.
@@ -17,7 +17,7 @@
 #include "pl_access.h"
 #include "pl_workloads.h"
 
-#define CACHE_LINE PL_CACHE_LINE /* the seed's CACHE_LINE_SIZE */
+#define CACHE_LINE PL_CACHE_LINE /* the lab write-up's CACHE_LINE_SIZE */
 
 enum {
     CACHE_P_SIZE_MB,
@@ -31,12 +31,13 @@ enum {
 
 /* What one variant walks; filled from the parameters. */
 struct cache_plan {
-    volatile unsigned char *buf; /* volatile: every seed access happens, none is merged */
-    size_t nlines;               /* lines in the buffer */
+    volatile unsigned char
+        *buf;      /* volatile: every access of the original happens, none is merged */
+    size_t nlines; /* lines in the buffer */
     int64_t sets, lines, passes, write_every;
 };
 
-/* The hot loop: every access of the seed goes through PL_LOAD/PL_STORE, nothing else does. */
+/* The hot loop: every access of the original goes through PL_LOAD/PL_STORE, nothing else does. */
 static unsigned cache_walk(struct pl_sim *sim, const struct cache_plan *w, int random,
                            uint64_t seed)
 {
@@ -48,7 +49,7 @@ static unsigned cache_walk(struct pl_sim *sim, const struct cache_plan *w, int r
         if (random)
             base = (size_t)(pl_random(&rng) % span);
         else if (s > 0 && (base += (size_t)w->lines) >= span)
-            base = 0; /* wrap, like the seed */
+            base = 0; /* wrap, like the original */
         volatile unsigned char *ws = w->buf + base * CACHE_LINE;
         for (int64_t pass = 0; pass < w->passes; pass++) {
             int64_t until_write = 0; /* line i is written when i % write_every == 0 */
@@ -113,14 +114,14 @@ int PL_NAME(pl_cache_run)(struct pl_ctx *c)
 }
 
 #ifndef PL_SIM
-/* Defaults: the seed's geometry; 4096 working sets (2x the 64 MiB buffer sequentially) are
+/* Defaults: the lab write-up's geometry; 4096 working sets (2x the 64 MiB buffer sequentially) are
  * 33.5M accesses per variant: ~50 ms natively and well under a second in the simulator. */
 static const struct pl_param cache_params[CACHE_NPARAMS] = {
     {"size_mb", 64, 1, 1 << 16, "MiB", NULL,
      "buffer the working sets are placed in; far beyond the TLB's reach"},
     {"sets", 4096, 1, 1 << 24, "sets", NULL, "working sets walked per variant"},
     {"lines", 512, 1, 1 << 20, "lines", NULL,
-     "cache lines (64 bytes) per working set; the seed's 512 are 32 KiB, an L1D's worth"},
+     "cache lines (64 bytes) per working set; the lab write-up's 512 are 32 KiB, an L1D's worth"},
     {"passes", 16, 1, 1 << 16, "passes", NULL, "walks over each working set before moving on"},
     {"write_every", 8, 1, 1 << 20, "lines", NULL,
      "one line in this many is written, the rest "

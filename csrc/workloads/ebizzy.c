@@ -3,7 +3,7 @@
  * a record gets its buffer decides whether it faults fresh zeroed pages every time:
  *   malloc        glibc's defaults (a dynamic mmap threshold, see docs/experiments/ebizzy.md)
  *   malloc-fixed  M_MMAP_THRESHOLD pinned at its 128 KiB default: big buffers are mmapped and
- *                 munmapped on every record, as in the seed story
+ *                 munmapped on every record, as in the ebizzy analysis
  *   mmap          mmap/munmap per record: always fresh pages
  *   pool          one buffer per thread, reused
  *   tuned         mallopt: buffers stay below the mmap threshold and the heap is not trimmed
@@ -23,6 +23,7 @@
 #include "pl_compat.h"
 #include "pl_ebizzy.h"
 #include "pl_sampling.h"
+#include "pl_steady.h"
 #include "pl_workloads.h"
 
 #define MAX_THREADS 64
@@ -45,7 +46,8 @@ static const struct pl_param params[NPARAMS] = {
     {"buffer_kb", 1024, 4, 16384, "KiB", NULL,
      "the per-record buffer and the chunk copied into it (glibc mmaps >= 128 KiB by default)"},
     {"records", 50, 1, 100000, "records", NULL, "records per thread in each round"},
-    {"rounds", 3, 1, 50, "rounds", NULL, "timed rounds per mode (records/s is their median)"},
+    {"rounds", 20, 1, 50, "rounds", NULL,
+     "at most this many timed rounds per mode; they stop sooner once the fastest few agree"},
     {"chunks", 8, 1, 1024, "chunks", NULL, "chunks in the shared source the records copy from"},
     {"ring_kb", 0, 0, 4096, "KiB", NULL,
      "per-thread ring buffer of the fault profile; 0 sizes it for one record's samples"},
@@ -203,10 +205,18 @@ static int run_threads(struct pl_ctx *c, const struct ebizzy *e, struct slot *sl
     return 0;
 }
 
+static double round_seconds(const struct pl_region *r)
+{
+    return (double)(r->end.clock.tv_sec - r->begin.clock.tv_sec) +
+           (double)(r->end.clock.tv_nsec - r->begin.clock.tv_nsec) / 1e9;
+}
+
+/* Timed rounds until the fastest agree (pl_steady.h), at most `rounds` of them. */
 static int timed_rounds(struct pl_ctx *c, const struct ebizzy *e, struct slot *slots, int n,
                         int64_t rounds)
 {
-    for (int64_t r = 1; r <= rounds; r++) {
+    struct pl_fastest best = {0};
+    while (best.runs < rounds && !pl_fastest_steady(&best)) {
         struct pl_region reg = {.group = c->group};
         PL_REGION_BEGIN(&reg);
         int rc = run_threads(c, e, slots, n);
@@ -214,9 +224,11 @@ static int timed_rounds(struct pl_ctx *c, const struct ebizzy *e, struct slot *s
         if (rc)
             return rc;
         char label[PL_LABEL_MAX];
-        snprintf(label, sizeof label, "round %lld", (long long)r);
+        snprintf(label, sizeof label, "round %d", best.runs + 1);
         pl_out_region(c->out, label, &reg);
+        pl_fastest_add(&best, round_seconds(&reg));
     }
+    pl_out_value(c->out, "rounds", "spread", pl_fastest_spread(&best), "", "clock");
     return 0;
 }
 

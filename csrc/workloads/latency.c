@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "pl_access.h"
+#include "pl_steady.h"
 #include "pl_workloads.h"
 
 #define LAT_LINE PL_CACHE_LINE /* one node per cache line */
@@ -108,8 +109,9 @@ static long lat_huge_kb(const void *addr)
     return kb;
 }
 
-/* One working-set size: build, check and warm the chain, then time `repeats` chases. Each chase
- * is timed in this thread's CPU time, so a preemption by another process does not count. */
+/* One working-set size: build, check and warm the chain, then time chases until the fastest agree
+ * (pl_steady.h), at most `repeats` of them. Each chase is timed in this thread's CPU time, so a
+ * preemption by another process does not count (what it leaves in the caches does). */
 static int lat_size(struct pl_ctx *c, union lat_node *nodes, int64_t kb, uint64_t *rng)
 {
     size_t n = (size_t)kb * 1024 / LAT_LINE;
@@ -124,24 +126,27 @@ static int lat_size(struct pl_ctx *c, union lat_node *nodes, int64_t kb, uint64_
     char label[PL_LABEL_MAX];
     snprintf(label, sizeof label, "%lld KiB", (long long)kb);
     union lat_node *p = nodes;
-    double best = 0, worst = 0;
+    double worst = 0;
+    struct pl_fastest best = {0};
     struct pl_region r = {.group = c->group, .sim = c->sim};
     PL_REGION_BEGIN(&r);
-    for (int64_t rep = 0; rep < repeats; rep++) {
+    while (best.runs < repeats && !pl_fastest_steady(&best)) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
         p = lat_chase(c->sim, p, loads);
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
         double ns = lat_seconds(&t0, &t1) * 1e9 / (double)loads;
-        best = rep == 0 || ns < best ? ns : best;
+        pl_fastest_add(&best, ns);
         worst = ns > worst ? ns : worst;
     }
     PL_REGION_END(&r);
     volatile uintptr_t sink = (uintptr_t)p; /* the chase's end is used: no load is dead */
     (void)sink;
     pl_out_region(c->out, label, &r);
-    pl_out_value(c->out, label, "ns_per_load", best, "ns", "clock");
+    pl_out_value(c->out, label, "ns_per_load", best.t[0], "ns", "clock");
     pl_out_value(c->out, label, "ns_per_load_max", worst, "ns", "clock");
+    pl_out_value(c->out, label, "repeats", best.runs, "", "clock");
+    pl_out_value(c->out, label, "spread", pl_fastest_spread(&best), "", "clock");
     return 0;
 }
 
@@ -213,14 +218,17 @@ int pl_lat_sizes(int64_t min_kb, int64_t max_kb, int64_t ppo, int64_t *out, int 
 /* Defaults: 4 KiB (well inside any L1) up to max_kb, which 0 lets Python choose: 4x the largest
  * cache sysfs reports, within the memory budget. Repetitions are short (2^16 loads: ~0.1 ms in
  * L1, ~1 ms in L3, ~10 ms in DRAM) so that on a busy machine some run between preemptions, which
- * empty the caches the working set was in; the fastest of 10 is kept. */
+ * empty the caches the working set was in; they repeat until the fastest agree (pl_steady.h),
+ * which takes a handful on a quiet machine and up to `repeats` on a busy one. */
 static const struct pl_param lat_params[LAT_NPARAMS] = {
     {"min_kb", 4, 1, 1 << 20, "KiB", NULL, "smallest working set"},
     {"max_kb", 0, 0, 1 << 24, "KiB", NULL,
      "largest working set; 0: 4x the largest cache the machine reports (within the budget)"},
     {"points_per_octave", 4, 1, 16, "points", NULL, "working-set sizes per doubling"},
     {"loads", 1 << 16, 1000, 1 << 30, "loads", NULL, "dependent loads timed per repetition"},
-    {"repeats", 10, 1, 100, "repeats", NULL, "timed chases per size; the fastest is kept"},
+    {"repeats", 50, 1, 1000, "repeats", NULL,
+     "at most this many timed chases per size; they stop sooner once the fastest few agree, "
+     "and the fastest is kept"},
     {"pages", PL_PAGES_HUGE, 0, 1, "", "huge,small",
      "huge pages take TLB misses out of the "
      "picture; small (4 KiB) pages add knees at the TLB's reach"},

@@ -9,7 +9,7 @@ from ._version import __version__
 
 @dataclass
 class Claim:
-    """A seed claim checked on the fresh measurement. ``holds`` is None when it could not be
+    """A claim checked on the fresh measurement. ``holds`` is None when it could not be
     evaluated here; ``reason`` then says why (it never counts as holding)."""
 
     id: str
@@ -78,9 +78,10 @@ class Result:
         have = ", ".join(getattr(i, key) for i in items)
         raise KeyError(f"{self.experiment} has no {what} {value!r} (have: {have})")
 
-    def verdicts(self):
-        """One deterministic line per claim, for the checked cells of the chapters."""
-        return "\n".join(c.verdict for c in self.claims)
+    def verdicts(self, *ids):
+        """One deterministic line per claim (or per claim named), for the checked cells of the
+        chapters."""
+        return "\n".join(c.verdict for c in (map(self.claim, ids) if ids else self.claims))
 
     def figure(self):
         """A plotly figure of this result."""

@@ -110,7 +110,7 @@ def stats_text(stats):
     lines.append(f"model: {MODEL}")
     lines.append(
         f"policy {cfg.policy}"
-        + (f" (seed {cfg.seed})" if cfg.policy == "random" else "")
+        + (f" (random seed {cfg.seed})" if cfg.policy == "random" else "")
         + f"; TLBs LRU, {format_size(cfg.page)} pages"
     )
     lines.append("geometry:")

@@ -1,4 +1,4 @@
-"""cache: the seed's do_mem_access. Working sets that fit L1, at sequential vs random bases."""
+"""cache: the lab write-up's do_mem_access. Working sets that fit L1, sequential vs random bases."""
 
 from .. import _environment as env
 from .._errors import BadInput
@@ -20,7 +20,7 @@ SUMMARY = (
     "utime",
 )
 # A working set that fits L1 misses once per line when its base moves, then hits for the other
-# passes: 1/16 of the loads at the seed's 16 passes (6.25%). 10% leaves room for a few conflict
+# passes: 1/16 of the loads at the write-up's 16 passes (6.25%). 10% leaves room for a few conflict
 # misses from the rest of the program; a set that does not fit misses on most loads.
 MISS_RATE_MAX = 0.10
 # "Several times": sequential bases enter every page through a store (line 0 of a page is a

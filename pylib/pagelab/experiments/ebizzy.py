@@ -86,13 +86,20 @@ def _summarise(mode, regions, raw, p, facts):
     per_round = p["threads"] * p["records"]
     records = per_round * len(rounds)
     m = Measured(mode)
-    rates = [per_round / r["elapsed"].value for r in rounds]
+    # the C loop ran rounds until the fastest agreed: noise only slows a round, so the fastest
+    # round is the rate the code achieves, and the spread says how well it was pinned down
+    rates = sorted((per_round / r["elapsed"].value for r in rounds), reverse=True)
     for name, value in (
-        ("records_per_s", statistics.median(rates)),
-        ("records_per_s_min", min(rates)),
-        ("records_per_s_max", max(rates)),
+        ("records_per_s", rates[0]),
+        ("records_per_s_median", statistics.median(rates)),
+        ("records_per_s_min", rates[-1]),
     ):
         m.add(Reading(name, round(value), "clock", "1/s"))
+    m.add(Reading("rounds", len(rounds), "clock"))
+    # how far apart the fastest few rounds lie (the C loop's measure; < 0: too few rounds)
+    spread = next(v["value"] for v in raw["values"] if v["label"] == "rounds")
+    if spread >= 0:
+        m.add(Reading("rate_spread", spread, "clock"))
     faults = m.add(_total([r["page-faults"] for r in rounds], "page-faults"))
     m.add(per(faults, records, "faults_per_record"))
     if len(rounds) > 1:  # after the first round: the steady state, once allocators warmed up
@@ -105,20 +112,13 @@ def _summarise(mode, regions, raw, p, facts):
 
     prof = {v["name"]: v["value"] for v in raw["values"] if v["label"] == "profile"}
     why = _profile_failure(prof, facts)
-    for name, key in (("samples", "samples"), ("lost", "lost"), ("distinct_pages", "pages")):
-        if why:
+    if why:  # every profile reading is there, unavailable with the reason
+        for name in ("samples", "lost", "distinct_pages", "undelivered"):
             m.add(Reading(f"profile_{name}", None, "sw", reason=why))
-        else:
-            m.add(
-                Reading(
-                    f"profile_{name}",
-                    int(prof[key]),
-                    "sw",
-                    kernel_excluded=bool(prof["kernel_excluded"]),
-                )
-            )
-    if why:
         return m, []
+    excluded = bool(prof["kernel_excluded"])
+    for name, key in (("samples", "samples"), ("lost", "lost"), ("distinct_pages", "pages")):
+        m.add(Reading(f"profile_{name}", int(prof[key]), "sw", kernel_excluded=excluded))
     m.add(Reading("profile_undelivered", int(prof["counted"] - prof["samples"]), "sw"))
     total = prof["samples"] or 1
     sites = []
@@ -191,7 +191,7 @@ def _fresh(by, storms, pages):
         return Claim("fresh-buffers-fault", text, None, reason=why)
     if why := next(filter(None, (unavailable(_fpr(by, s)) for s in storms)), None):
         return Claim("fresh-buffers-fault", text, None, reason=why)
-    # each page of a fresh mapping faults once per record: 0.9 x pages is the seed's bar
+    # each page of a fresh mapping faults once per record: 0.9 x pages leaves room for rounding
     holds = all(_fpr(by, s).best >= 0.9 * pages for s in storms)
     shown = ", ".join(f"{s} {_fpr(by, s).best:,.1f}" for s in storms)
     return Claim(
@@ -203,7 +203,9 @@ def _fresh(by, storms, pages):
 
 
 def _fewer(by, storms, fixes):
-    text = "pooling or malloc tuning cuts page faults at least 10x (seed threshold)"
+    text = (
+        "pooling or malloc tuning cuts page faults at least 10x (a reused buffer faults only once)"
+    )
     if why := _missing(by, fixes):
         return Claim("fix-cuts-faults", text, None, reason=why)
     if why := next(filter(None, (unavailable(_fpr(by, s)) for s in storms + fixes)), None):
@@ -232,15 +234,23 @@ def _faster(by, storms, fixes):
     def rate(mode):
         return by[mode]["records_per_s"].value
 
-    # the slowest fix against the fastest storm, each the median of its rounds
+    def spread(mode):
+        r = by[mode].metrics.get("rate_spread")
+        return "unsettled" if r is None else f"{r.value:.1%}"
+
+    # the slowest fix against the fastest storm, each its fastest round
     holds = min(rate(f) for f in fixes) > max(rate(s) for s in storms)
     shown = ", ".join(f"{x} {rate(x):,.0f}" for x in fixes + storms)
+    spreads = ", ".join(
+        f"{x} {int(by[x]['rounds'].value)} rounds, {spread(x)}" for x in fixes + storms
+    )
     cpu = ", ".join(f"{x} {by[x]['cpu_us_per_record'].value:,.0f}" for x in fixes + storms)
     return Claim(
         "fix-raises-throughput",
         text,
         holds,
-        f"median records/s: {shown} (clock); CPU us per record: {cpu} (rusage)",
+        f"records/s of the fastest round: {shown} (clock; rounds until the fastest few agreed: "
+        f"{spreads}); CPU us per record: {cpu} (rusage)",
     )
 
 

@@ -1,6 +1,9 @@
 """latency: a pointer chase over growing working sets; plateaus, and knees at the cache sizes.
 
-The analysis works on the fastest time per load t(s) at each working-set size s, in four steps:
+The analysis works on the fastest time per load t(s) at each working-set size s, in five steps:
+0. despiking: each time becomes the median of itself and its two neighbours. A curve that only
+   rises (a staircase, a ramp) is left as it is; a lone slow or fast size, which noise makes and
+   no cache does, takes its neighbours' level instead of making a step of its own;
 1. octave rise: R(s) = t(2s) / t(s) (the first size at least twice s stands in for 2s);
 2. transitions: maximal runs of sizes where R(s) >= STEP. A run from s_a to s_b is a climb from
    t(s_a) to t(e), e the first size at least twice s_b;
@@ -109,11 +112,12 @@ def run(ctx):
     attach(measured, sim, COUNTS)
     buffer = next((m for m in measured if m.label == "buffer"), None)
     points = _points(measured)
-    timed = {
-        "hw": p["loads"] * p["repeats"],
-        "sim": p["loads"] * SIM_OVERRIDES.get("repeats", p["repeats"]),
-    }
     for m in points:
+        # the native chases repeat until steady, so each size has its own count
+        timed = {
+            "hw": p["loads"] * m["repeats"].value,
+            "sim": p["loads"] * SIM_OVERRIDES["repeats"],
+        }
         _per_load(m, timed)
     curve, levels, knees, caches = _analyse(points)
     claims = [
@@ -145,12 +149,21 @@ def _per_load(m, timed):
 
 
 def _analyse(points):
-    curve = [(_bytes(m.label), m["ns_per_load"].value) for m in points]
+    curve = _despike([(_bytes(m.label), m["ns_per_load"].value) for m in points])
     climbs = _transitions(curve)
     return curve, _plateaus_of(curve, climbs), _knees(curve, climbs), _caches()
 
 
 # ---- the analysis: pure functions of (bytes, ns) points, so tests can feed made-up curves ----
+
+
+def _despike(curve):
+    """Each time the median of itself and its neighbours (the ends keep theirs)."""
+    t = [ns for _, ns in curve]
+    return [
+        (s, statistics.median(t[i - 1 : i + 2]) if 0 < i < len(t) - 1 else t[i])
+        for i, (s, _) in enumerate(curve)
+    ]
 
 
 def _octave_up(curve, i):
@@ -308,12 +321,15 @@ def _notes(p, buffer, points, sim):
             )
         )
     switched = sum(m["nivcsw"].value for m in points if "nivcsw" in m.metrics)
+    repeats = [int(m["repeats"].value) for m in points]
+    spreads = [m["spread"].value for m in points if m["spread"].value >= 0]
+    spread = f"; the fastest few within {max(spreads):.1%} at worst" if spreads else ""
     notes.append(
         f"ns_per_load is the chasing thread's CPU time (CLOCK_THREAD_CPUTIME_ID) per "
-        f"load, the fastest of {p['repeats']} repetitions of {p['loads']:,} loads: time "
-        f"spent preempted does not count, but what the other processes do to shared "
-        f"caches does ({switched} involuntary context switches during the chases, "
-        "rusage)"
+        f"load, the fastest of chases of {p['loads']:,} loads, repeated until the fastest few "
+        f"agree or {p['repeats']} ran ({min(repeats)}-{max(repeats)} per size{spread}): time "
+        "spent preempted does not count, but what the other processes do to shared caches "
+        f"does ({switched} involuntary context switches during the chases, rusage)"
     )
     if sim.reason:
         notes.append(f"miss counts per load: {sim.reason}")

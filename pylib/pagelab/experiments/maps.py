@@ -280,12 +280,18 @@ def _objects(runs):
             None,
             reason="a map was too long to keep whole, so some regions are missing",
         )
-    wrong, total = [], 0
+    wrong, total, plt = [], 0, False
     for i, snap in enumerate(runs, start=1):
+        exe = next((r.path for r in snap.kind("text")), None)
         for name, address in snap.objects.items():
             total += 1
             region = next((r for r in snap.regions if address in r), None)
             got = region.kind if region else "no region"
+            # a fixed-address (non-PIE) program that calls malloc itself gives malloc its
+            # canonical address in the program's own PLT: every pointer to it points there
+            if (name, got) == ("C library function", "text") and exe and elf_type(exe) == "fixed":
+                plt = True
+                continue
             if got != expected_kind(name):
                 wrong.append(
                     f"run {i}: {name} at {address:x} is in {got}, expected {expected_kind(name)}"
@@ -295,7 +301,10 @@ def _objects(runs):
             "objects-classified",
             text,
             True,
-            f"{total} of {total} objects in the expected kind of region",
+            f"{total} of {total} objects in the expected kind of region"
+            + (
+                " (malloc's address is the fixed-address program's PLT entry for it)" if plt else ""
+            ),
         )
     return Claim("objects-classified", text, False, "; ".join(wrong))
 

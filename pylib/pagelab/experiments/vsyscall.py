@@ -56,6 +56,8 @@ def _aggregate(label, runs, calls):
     mean, stdev = mean_stdev(ns)
     m.add(Reading("ns_per_call", mean, "clock", "ns"))
     m.add(Reading("ns_per_call_stdev", stdev, "clock", "ns"))
+    # noise only adds time: the fastest process is what a call costs, for the claim to compare
+    m.add(Reading("ns_per_call_min", min(ns), "clock", "ns"))
     m.add(Reading("processes", len(runs), "clock"))
     # perf only: rusage cannot see the emulation fault, so no fallback stands in for it here
     pf = [r["page-faults"] for r in runs]
@@ -77,7 +79,8 @@ def _aggregate(label, runs, calls):
 
 def _claims(by, none):
     slower = (
-        "calling the vsyscall page is at least 20x slower than time() via the vDSO (seed: 156x)"
+        "calling the vsyscall page is at least 20x slower than time() via the vDSO (riley's blog "
+        "measured 156x)"
     )
     fault = "each vsyscall call takes one perf page fault (the trap that starts the emulation)"
     flat = "rusage minflt stays flat: the emulated fault is not a memory-manager fault"
@@ -91,14 +94,15 @@ def _claims(by, none):
             )
         ]
     v, d = by["vsyscall"], by["vdso"]
-    ratio = v["ns_per_call"].value / d["ns_per_call"].value
+    slow, fast = v["ns_per_call_min"].value, d["ns_per_call_min"].value
+    ratio = slow / fast
     claims = [
         Claim(
             "vsyscall-much-slower",
             slower,
             ratio >= 20,
-            f"{ratio_text(ratio)}: {v['ns_per_call'].value:.0f} ns vs "
-            f"{d['ns_per_call'].value:.1f} ns per call (clock)",
+            f"{ratio_text(ratio)}: {slow:.0f} ns vs {fast:.1f} ns per call (the fastest process "
+            "of each, clock)",
         )
     ]
     f = v["faults_per_call"]
