@@ -3,6 +3,7 @@ Python the unprivileged user can run."""
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -12,6 +13,14 @@ from pathlib import Path
 import pytest
 
 from helpers import CFLAGS, NOBODY, ROOT
+
+
+def pytest_configure(config):
+    # A run started as a background job of a non-interactive shell inherits SIGINT ignored, and
+    # Python then never installs its KeyboardInterrupt handler (nor do the children the tests
+    # start). The interrupt tests need what a terminal's Ctrl-C gets: restore it.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
