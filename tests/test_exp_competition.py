@@ -210,9 +210,11 @@ def test_timeout_kills_the_competitor_with_the_worker():
     t = threading.Thread(target=watch)
     t.start()
     try:
+        # The competitor is forked first and the first phase alone lasts 30 s, so a 10 s
+        # timeout always stops the worker mid-run, with room for a slow start on a busy host.
         with pytest.raises(pagelab.WorkerTimeout):
             pagelab.run(
-                "competition", progress=None, timeout=3, size_mb=4, competitor_mb=4, seconds=5
+                "competition", progress=None, timeout=10, size_mb=4, competitor_mb=4, seconds=30
             )
     finally:
         done.set()
