@@ -2,7 +2,6 @@
 
 import importlib
 import sys
-import threading
 from dataclasses import dataclass, field
 
 from . import _environment as env
@@ -153,27 +152,16 @@ def start(name, *, sim=None, timeout=None, progress=None, **params):
     return RunHandle(mod, ctx)
 
 
-class RunHandle:
+class RunHandle(_worker.Background):
     """An experiment running in the background: ``pid`` (its current worker, or None between
     workers), ``done()``, ``result()`` (the Result, or the run's error; Ctrl-C while waiting
-    stops the worker) and ``cancel()``."""
+    stops the worker) and ``cancel()`` (its current worker is killed and no further one starts)."""
 
     def __init__(self, mod, ctx):
         self.name = ctx.name
         ctx.handle = self
         self._job = None
-        self._cancelled = False
-        self._outcome = None
-        self._finished = threading.Event()  # see _worker.Job
-        threading.Thread(target=self._run, args=(mod, ctx), daemon=True).start()
-
-    def _run(self, mod, ctx):
-        try:
-            self._outcome = (True, mod.run(ctx))
-        except BaseException as e:  # handed to whoever waits in result()
-            self._outcome = (False, e)
-        finally:
-            self._finished.set()
+        super().__init__(lambda: mod.run(ctx))
 
     def _follow(self, job):
         if self._cancelled:
@@ -186,27 +174,9 @@ class RunHandle:
         job = self._job
         return job.pid if job is not None and not job.done() else None
 
-    def done(self):
-        return self._finished.is_set()
-
-    def cancel(self):
-        """Stop the run: its current worker is killed and no further worker starts."""
-        self._cancelled = True
-        while not self.done():
-            if self._job is not None:
-                self._job.cancel()
-            self._finished.wait(0.05)
-
-    def result(self):
-        try:
-            while not self.done():
-                self._finished.wait(0.1)
-        except KeyboardInterrupt:
-            self.cancel()
-        ok, value = self._outcome
-        if ok:
-            return value
-        raise value
+    def _stop(self):
+        if self._job is not None:
+            self._job.cancel()
 
     def __str__(self):
         state = "finished" if self.done() else f"worker pid {self.pid}"

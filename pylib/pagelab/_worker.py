@@ -389,54 +389,43 @@ def selftest(mode, seconds=0.0, mib=0):
 # ---- a call in the background ------------------------------------------------------------
 
 
-class Job:
-    """``call`` running in a background thread, so the caller stays responsive (e.g. while a
-    LiveCounters widget watches the worker). ``pid`` is the worker's once its task has started,
-    else None; ``result()`` waits and returns or raises what ``call`` would; Ctrl-C while waiting,
-    or ``cancel()``, kills the worker and its process group."""
+class Background:
+    """Work (a callable) on a daemon thread: ``done()``; ``result()`` waits and returns or
+    raises what the work did (Ctrl-C while waiting calls ``cancel()``); ``cancel()`` keeps
+    calling the subclass's ``_stop()`` until the work has ended."""
 
-    def __init__(self, target, args, **kwargs):
-        fd, self._pid_path = tempfile.mkstemp(prefix="pagelab-job-", suffix=".json")
-        os.close(fd)
-        self._pid = None
+    def __init__(self, work):
         self._cancelled = False
         self._outcome = None  # (True, result) or (False, exception)
         # an Event, not Thread.join: a join interrupted by Ctrl-C can mark a live thread done
         self._finished = threading.Event()
-        wrapped = {"target": target, "args": args, "pid_path": self._pid_path}
-        threading.Thread(
-            target=self._run, args=("pagelab._worker:announced", wrapped, kwargs), daemon=True
-        ).start()
+        threading.Thread(target=self._run, args=(work,), daemon=True).start()
 
-    def _run(self, target, args, kwargs):
+    def _run(self, work):
         try:
-            self._outcome = (True, call(target, args, **kwargs))
+            self._outcome = (True, work())
         except BaseException as e:  # handed to whoever waits in result()
-            what = kwargs.get("what") or args["target"]
-            stopped = Interrupted(f"stopped the {what} worker; its memory is freed")
-            self._outcome = (False, stopped if self._cancelled else e)
+            self._outcome = (False, self._failure(e))
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._pid_path)
+            self._ended()
             self._finished.set()
 
-    @property
-    def pid(self):
-        if self._pid is None and not self.done():
-            with contextlib.suppress(FileNotFoundError, ValueError), open(self._pid_path) as f:
-                self._pid = json.load(f)["pid"]
-        return self._pid
+    def _failure(self, error):
+        return error
+
+    def _ended(self):
+        pass
+
+    def _stop(self):
+        raise NotImplementedError
 
     def done(self):
         return self._finished.is_set()
 
     def cancel(self):
-        """Kill the worker (waiting for it to announce itself if it has not yet)."""
         self._cancelled = True
         while not self.done():
-            if self.pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.pid, signal.SIGKILL)
+            self._stop()
             self._finished.wait(0.05)
 
     def result(self):
@@ -449,6 +438,43 @@ class Job:
         if ok:
             return value
         raise value
+
+
+class Job(Background):
+    """``call`` running in a background thread, so the caller stays responsive (e.g. while a
+    LiveCounters widget watches the worker). ``pid`` is the worker's once its task has started,
+    else None; ``result()`` waits and returns or raises what ``call`` would; Ctrl-C while waiting,
+    or ``cancel()``, kills the worker and its process group."""
+
+    def __init__(self, target, args, **kwargs):
+        fd, self._pid_path = tempfile.mkstemp(prefix="pagelab-job-", suffix=".json")
+        os.close(fd)
+        self._pid = None
+        self._what = kwargs.get("what") or target
+        wrapped = {"target": target, "args": args, "pid_path": self._pid_path}
+        super().__init__(lambda: call("pagelab._worker:announced", wrapped, **kwargs))
+
+    def _failure(self, error):
+        if self._cancelled:
+            return Interrupted(f"stopped the {self._what} worker; its memory is freed")
+        return error
+
+    def _ended(self):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._pid_path)
+
+    @property
+    def pid(self):
+        if self._pid is None and not self.done():
+            with contextlib.suppress(FileNotFoundError, ValueError), open(self._pid_path) as f:
+                self._pid = json.load(f)["pid"]
+        return self._pid
+
+    def _stop(self):
+        """Kill the worker (waiting for it to announce itself if it has not yet)."""
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGKILL)
 
 
 def announced(target, args, pid_path):
