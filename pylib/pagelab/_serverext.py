@@ -66,12 +66,16 @@ def reply(watch, kernel_manager, interval_ms, events, since):
     return data
 
 
-class KernelCountersHandler(APIHandler):
+class _WatchHandler(APIHandler):
+    """An API handler on the shared KernelWatch, behind Jupyter's kernel permissions."""
+
     auth_resource = "kernels"
 
     def initialize(self, watch):
         self.watch = watch
 
+
+class KernelCountersHandler(_WatchHandler):
     @web.authenticated
     @authorized
     def get(self):
@@ -152,12 +156,7 @@ class Stream:
                 self.discard(socket)
 
 
-class WatchStateHandler(APIHandler):
-    auth_resource = "kernels"
-
-    def initialize(self, watch):
-        self.watch = watch
-
+class WatchStateHandler(_WatchHandler):
     @web.authenticated
     @authorized
     def get(self):
