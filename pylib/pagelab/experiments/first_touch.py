@@ -193,3 +193,4 @@ def figure(result):
 def _label_values(bar):
     """Each bar's text: its value and source, so a zero is read as a zero, not a missing bar."""
     bar.text = [f"{y:.3g} ({s})" if y is not None else s for y, s in zip(bar.y, bar.customdata)]
+    bar.cliponaxis = False  # the tallest bar's label sits above the plot area: keep it whole
