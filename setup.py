@@ -49,7 +49,8 @@ def _npm_build(script, built, what):
 
 
 class BuildPy(build_py):
-    """The usual build_py, plus the front end, the chapters and the headers as package data."""
+    """The usual build_py, plus the front ends (built when missing), the chapters and the
+    headers as package data."""
 
     def run(self):
         _npm_build("build", "static/*.js", "the widget front end")

@@ -154,7 +154,8 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
     """In JupyterLab 4 with the autocount setting on (no magic typed), the status bar says the
     notebook's kernel counts per cell; a cell touching 256 MiB then raises the panel's page-faults
     total for that kernel by at least 60,000 and gets a line showing at least 60,000 minflt; the
-    status bar shows the kernel's RSS; a screenshot is saved."""
+    status bar shows the kernel's RSS; a screenshot is saved; with the setting turned off in the
+    Settings Editor the next cell gets no line."""
     settings = {"pagelab:plugin": {"autocount": True}}
     with browser("lab", "kernel-panel", [TOUCH_256M], settings) as (server, page):
         editor = open_notebook(page, server, PATHS["lab"])
@@ -176,11 +177,34 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
         shot = screenshot(page, "kernel-panel-lab")
         print(f"screenshot: {shot}; panel page-faults {before:,} -> {after:,}")
         print(f"cell line: {cell_text.strip()}; status bar: {status}")
+        lines_after_off = _turn_autocount_off_and_run_a_cell(page)
     assert after - before >= AT_LEAST
     assert source in ("sw", "rusage")
     m = AUTOCOUNT_LINE.search(cell_text)
     assert m and int(m.group(1).replace(",", "")) >= AT_LEAST, cell_text
     assert "RSS" in status and "MiB" in status
+    assert lines_after_off == 1  # the 256 MiB cell's line, and none under the later cell
+
+
+def _turn_autocount_off_and_run_a_cell(page):
+    """Untick "Counts under every cell" in the Settings Editor, as a user would, then run a
+    second cell once the status bar no longer says "per-cell counts" (the off request is on its
+    way, ahead of the cell); returns how many autocount lines the notebook shows then."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()
+    page.locator(".lm-Menu-itemLabel", has_text="Settings Editor").click()
+    page.locator(".jp-PluginList-entry", has_text="pagelab kernel counters").click()
+    page.locator('input[id$="pagelab:plugin_autocount"]').uncheck()
+    page.wait_for_function(
+        f"() => !/per-cell/.test(document.querySelector('{STATUS}')?.textContent)",
+        timeout=60_000,
+    )
+    page.locator(".lm-TabBar-tab", has_text="test.ipynb").click()
+    editor = page.locator(".jp-Cell .jp-InputArea-editor").nth(1)
+    editor.click()
+    page.keyboard.type("y = 2")
+    page.keyboard.press("Shift+Enter")
+    page.locator(".jp-InputPrompt", has_text="[2]:").wait_for(timeout=120_000)
+    return page.locator(".jp-OutputArea-output", has_text=AUTOCOUNT_LINE).count()
 
 
 @pytest.mark.slow

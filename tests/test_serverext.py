@@ -162,6 +162,9 @@ def _touch_in_a_real_kernel(server):
     for name in ("page-faults", "minflt"):
         assert _last(after, name) - _last(before, name) >= 0.9 * PAGES, name
     assert _last(after, "rss") > 0 and after["pid"] > 0 and after["name"] == "python3"
+    faults = next(s for s in after["series"] if s["name"] == "page-faults")
+    added = _last(after, "page-faults") - _last(before, "page-faults")
+    print(f"page-faults +{added:,.0f} ({faults['source']}; {faults['note'] or faults['reason']})")
     return before, after
 
 

@@ -92,10 +92,10 @@ function silentRun(kernel: Kernel.IKernelConnection): Run {
 }
 
 /** Keeps autocount in step with one kernel's life: added once it is idle (if it runs Python),
- * dropped when it restarts or ends, since its hooks go with its process. */
+ * dropped when it (re)starts or ends, since its hooks go with its process. */
 function trackKernel(autocount: AutoCount, kernel: Kernel.IKernelConnection): void {
   const status = kernel.status;
-  if (status === "restarting" || status === "autorestarting" || status === "dead") {
+  if (["starting", "restarting", "autorestarting", "dead"].includes(status)) {
     autocount.drop(kernel.id);
   } else if (status === "idle" && autocount.state(kernel.id) === null) {
     void kernel.info.then((info) => {
