@@ -15,7 +15,6 @@ itself provides comes from the wheel alone.
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
@@ -27,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, run
+from helpers import ROOT, run, stop_group
 from test_lab import free_port
 
 pytestmark = pytest.mark.slow
@@ -295,12 +294,7 @@ def test_installed_lab_serves_a_copied_chapter(fresh, tmp_path):
         assert model is not None, f"no HTTP 200 on {first} (exit {proc.poll()})"
         assert page == 200 and model["type"] == "notebook"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            out, _ = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
+        out = stop_group(proc)
     copy = Path(env["PAGELAB_HOME"]) / first
     assert copy.read_bytes() == (ROOT / "notebooks" / first).read_bytes()
     assert f"chapters in {env['PAGELAB_HOME']}: added" in out
