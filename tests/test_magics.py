@@ -227,8 +227,10 @@ def test_interrupting_the_kernel_stops_a_watched_worker(kernel):
     )
     pid = int(out["stdout"])
     for _ in range(5):  # an interrupt that lands just before result() waits is retried
-        msg_id = kernel.kc.execute("print('waiting', flush=True); job.result()")
-        while True:  # until the cell has printed, i.e. it is about to wait in result()
+        # no flush=True: ipykernel's flush blocks the main thread until the message is out, so
+        # the interrupt would find it still in print(); the IO thread sends it on its own soon
+        msg_id = kernel.kc.execute("print('waiting'); job.result()")
+        while True:  # until the cell has printed, i.e. it is (about to be) waiting in result()
             msg = kernel.kc.get_iopub_msg(timeout=60)
             if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
                 break

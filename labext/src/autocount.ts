@@ -1,7 +1,10 @@
 // The `autocount` setting: counts under every cell without typing the magic. The front end runs
 // the magic itself, silently (no output, no history, and IPython's cell hooks do not fire for a
 // silent request), in every Python notebook kernel it connects to, again after each restart,
-// and turns it off where it turned it on when the setting goes off.
+// and turns it off where it turned it on when the setting goes off. AutoCount holds the states;
+// silentRun and trackKernel connect it to JupyterLab's kernel connections.
+
+import type { Kernel } from "@jupyterlab/services";
 
 export const ON = "%load_ext pagelab\n%pagelab autocount on";
 export const OFF = "%pagelab autocount off";
@@ -73,4 +76,34 @@ export function describe(state: State | null): { text: string; title: string } {
   if (state === "pending") return { text: "per-cell counts…", title: "turning autocount on" };
   if (state === null || state === "off") return { text: "", title: "" };
   return { text: "per-cell counts failed", title: `autocount: ${state.error}` };
+}
+
+/** Code run silently in a kernel: no output in the notebook, no history, no cell hooks. */
+export function silentRun(kernel: Kernel.IKernelConnection): Run {
+  return async (code) => {
+    let stderr = "";
+    const future = kernel.requestExecute({ code, silent: true, store_history: false });
+    future.onIOPub = (msg) => {
+      const c = msg.content as { name?: string; text?: string };
+      if (msg.header.msg_type === "stream" && c.name === "stderr") stderr += c.text ?? "";
+    };
+    const reply = (await future.done).content;
+    if (reply.status === "error") return `${reply.ename}: ${reply.evalue}`;
+    return stderr.trim() || null;
+  };
+}
+
+/** Keeps autocount in step with one kernel's life: added once it is idle (if it runs Python),
+ * dropped when it (re)starts or ends, since its hooks go with its process. */
+export function trackKernel(autocount: AutoCount, kernel: Kernel.IKernelConnection): void {
+  const status = kernel.status;
+  if (["starting", "restarting", "autorestarting", "dead"].includes(status)) {
+    autocount.drop(kernel.id);
+  } else if (status === "idle" && autocount.state(kernel.id) === null) {
+    void kernel.info.then((info) => {
+      if (info.language_info.name !== "python" || kernel.isDisposed) return;
+      autocount.add(kernel.id, silentRun(kernel));
+      kernel.disposed.connect(() => autocount.drop(kernel.id));
+    });
+  }
 }

@@ -4,13 +4,13 @@
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
-import { ServerConnection, type Kernel } from "@jupyterlab/services";
+import { ServerConnection } from "@jupyterlab/services";
 import { ISettingRegistry } from "@jupyterlab/settingregistry";
 import { IStatusBar } from "@jupyterlab/statusbar";
 import { LabIcon } from "@jupyterlab/ui-components";
 import { Widget } from "@lumino/widgets";
 
-import { AutoCount, describe, type Run } from "./autocount";
+import { AutoCount, describe, trackKernel } from "./autocount";
 import { KernelList } from "./panel";
 import { KernelStream, type Connect } from "./stream";
 import { KernelStatus } from "./statusitem";
@@ -73,36 +73,6 @@ class KernelPanel extends Widget {
   dispose(): void {
     this.onAfterHide();
     super.dispose();
-  }
-}
-
-/** Code run silently in a kernel: no output in the notebook, no history, no cell hooks. */
-function silentRun(kernel: Kernel.IKernelConnection): Run {
-  return async (code) => {
-    let stderr = "";
-    const future = kernel.requestExecute({ code, silent: true, store_history: false });
-    future.onIOPub = (msg) => {
-      const c = msg.content as { name?: string; text?: string };
-      if (msg.header.msg_type === "stream" && c.name === "stderr") stderr += c.text ?? "";
-    };
-    const reply = (await future.done).content;
-    if (reply.status === "error") return `${reply.ename}: ${reply.evalue}`;
-    return stderr.trim() || null;
-  };
-}
-
-/** Keeps autocount in step with one kernel's life: added once it is idle (if it runs Python),
- * dropped when it (re)starts or ends, since its hooks go with its process. */
-function trackKernel(autocount: AutoCount, kernel: Kernel.IKernelConnection): void {
-  const status = kernel.status;
-  if (["starting", "restarting", "autorestarting", "dead"].includes(status)) {
-    autocount.drop(kernel.id);
-  } else if (status === "idle" && autocount.state(kernel.id) === null) {
-    void kernel.info.then((info) => {
-      if (info.language_info.name !== "python" || kernel.isDisposed) return;
-      autocount.add(kernel.id, silentRun(kernel));
-      kernel.disposed.connect(() => autocount.drop(kernel.id));
-    });
   }
 }
 

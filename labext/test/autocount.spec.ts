@@ -1,5 +1,6 @@
 import { describe as suite, expect, it } from "vitest";
-import { AutoCount, OFF, ON, describe, type Run } from "../src/autocount";
+import type { Kernel } from "@jupyterlab/services";
+import { AutoCount, OFF, ON, describe, silentRun, trackKernel, type Run } from "../src/autocount";
 
 /** A kernel that records the code it is sent and answers when told to. */
 function kernel() {
@@ -97,5 +98,67 @@ suite("describe", () => {
     const failed = describe({ error: "ModuleNotFoundError: No module named 'pagelab'" });
     expect(failed.text).toBe("per-cell counts failed");
     expect(failed.title).toContain("No module named 'pagelab'");
+  });
+});
+
+/** Just enough of a JupyterLab kernel connection: its status, language and execute requests. */
+function connection(language: string, reply: object, stderr = "") {
+  const requests: { code: string; silent: boolean; store_history: boolean }[] = [];
+  const k = {
+    id: "k1",
+    status: "idle",
+    isDisposed: false,
+    info: Promise.resolve({ language_info: { name: language } }),
+    disposed: { connect: () => true },
+    requestExecute(content: { code: string; silent: boolean; store_history: boolean }) {
+      requests.push(content);
+      const future = {
+        onIOPub: (_: unknown) => {},
+        done: Promise.resolve().then(() => {
+          if (stderr)
+            future.onIOPub({ header: { msg_type: "stream" }, content: { name: "stderr", text: stderr } });
+          return { content: reply };
+        }),
+      };
+      return future;
+    },
+  };
+  return { kernel: k as unknown as Kernel.IKernelConnection, k, requests };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+suite("the kernel glue", () => {
+  it("sends the magic silently and reads an error or stderr as failure", async () => {
+    const ok = connection("python", { status: "ok" });
+    expect(await silentRun(ok.kernel)(ON)).toBeNull();
+    expect(ok.requests).toEqual([{ code: ON, silent: true, store_history: false }]);
+    const missing = connection("python", { status: "error", ename: "ModuleNotFoundError", evalue: "no pagelab" });
+    expect(await silentRun(missing.kernel)(ON)).toBe("ModuleNotFoundError: no pagelab");
+    const refused = connection("python", { status: "ok" }, "pagelab: autocount: no counters\n");
+    expect(await silentRun(refused.kernel)(ON)).toBe("pagelab: autocount: no counters");
+  });
+
+  it("adds an idle Python kernel, drops it when it restarts, and leaves other languages alone", async () => {
+    const a = new AutoCount();
+    a.setEnabled(true);
+    const py = connection("python", { status: "ok" });
+    trackKernel(a, py.kernel);
+    await tick();
+    expect(py.requests.map((r) => r.code)).toEqual([ON]);
+    py.k.status = "restarting";
+    trackKernel(a, py.kernel);
+    expect(a.state("k1")).toBeNull();
+    py.k.status = "idle";
+    trackKernel(a, py.kernel);
+    await tick();
+    expect(py.requests.map((r) => r.code)).toEqual([ON, ON]);
+    const b = new AutoCount();
+    b.setEnabled(true);
+    const julia = connection("julia", { status: "ok" });
+    trackKernel(b, julia.kernel);
+    await tick();
+    expect(julia.requests).toEqual([]);
+    expect(b.state("k1")).toBeNull();
   });
 });
