@@ -39,7 +39,7 @@ def _npm_build(script, built, what):
         raise SystemExit(
             f"pagelab build: {what} (pylib/pagelab/{built.split('/')[0]}/) is not built and npm "
             "is missing; install Node.js 18+ with npm (Debian: apt-get install nodejs npm) and "
-            "build again, or run `make setup` first, or install a wheel, which carries it"
+            "build again (or install a wheel, which carries it)"
         )
     if not (LABEXT / "node_modules" / ".package-lock.json").is_file():
         subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=LABEXT, check=True)
