@@ -90,6 +90,21 @@ def wheel(source):
     return _pip_wheel(".", source, source.parent)
 
 
+def test_build_without_npm_says_what_to_install(tmp_path):
+    """From a tree without built front ends, a build on a machine without npm stops at once
+    with one message naming what to install, instead of a wheel lacking the lab extension."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=_NOT_SOURCE)
+    (tmp_path / "empty").mkdir()
+    env = {**os.environ, "PATH": str(tmp_path / "empty")}  # no npm (nor anything else) on PATH
+    p = run([sys.executable, "setup.py", "-q", "build_py"], cwd=src, env=env)
+    assert p.returncode != 0
+    message = p.stderr.strip().splitlines()[-1]
+    assert message.startswith("pagelab build: ") and "npm is missing" in message, p.stderr
+    assert "apt-get install nodejs npm" in message
+    assert not (src / "pylib" / "pagelab" / "static").exists()
+
+
 @pytest.fixture(scope="module")
 def fresh(wheel, tmp_path_factory):
     """A new venv holding the wheel; returns its bin directory."""
