@@ -48,6 +48,42 @@ int main(void)
     return 0;
 }
 """
+# The standalone side of fidelity.ratio: one workload of the C table with its parameters in
+# table order, no counters, each timed region's label and CLOCK_MONOTONIC seconds on a line.
+HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pagelab.h"
+
+int main(int argc, char **argv)
+{
+    for (int i = 0; argc > 1 && i < pl_workload_count; i++) {
+        const struct pl_workload *w = pl_workload_table[i];
+        if (strcmp(w->name, argv[1]) != 0 || argc != 2 + w->nparams || w->nparams > 64)
+            continue;
+        int64_t param[64];
+        for (int k = 0; k < w->nparams; k++)
+            param[k] = strtoll(argv[2 + k], NULL, 10);
+        static struct pl_out out;
+        struct pl_ctx c = {.param = param, .out = &out};
+        if (w->run(&c) < 0) {
+            fprintf(stderr, "%s: %s\n", w->name, out.note);
+            return 1;
+        }
+        for (int r = 0; r < out.nregions; r++) {
+            const struct pl_snapshot *b = &out.region[r].begin, *e = &out.region[r].end;
+            printf("%s\t%.9f\n", out.region[r].label,
+                   (double)(e->clock.tv_sec - b->clock.tv_sec) +
+                       (double)(e->clock.tv_nsec - b->clock.tv_nsec) / 1e9);
+        }
+        return 0;
+    }
+    fprintf(stderr, "usage: %s WORKLOAD PARAM...\n", argv[0]);
+    return 2;
+}
+"""
 LAB = ("-s", "6", "-E", "8", "-b", "6")
 D1 = (32768, 8, 64)  # the cachegrind comparison's D1 (and pagelab's L1D)
 UNAVAILABLE_LIVE = "bench/bench_live.py (the live widget's rate and slowdown) is not present yet"
@@ -97,6 +133,12 @@ def _pairs(a, b, n):
 
 def _ratio(num, den):
     return statistics.median(x / y for x, y in zip(num, den))
+
+
+def _spread(num, den):
+    """The pair-by-pair ratios' interquartile range: how far one pair could mislead."""
+    q = statistics.quantiles([x / y for x, y in zip(num, den)], n=4)
+    return q[2] - q[0]
 
 
 class _Bench:
@@ -411,20 +453,69 @@ class _Bench:
             )
         return out
 
+    def harness(self):
+        """HARNESS built standalone -O2 with every csrc/ source of the extension (the same
+        files, compiled here, never a copy), or the reason it cannot be."""
+        if not shutil.which("cc"):
+            return None, "a C compiler (cc) is needed to build the standalone harness"
+        if not (ROOT / "csrc").is_dir():
+            return None, "needs a source checkout (csrc/) to build the standalone harness"
+        from . import _ffi_build
+
+        main, exe = self.tmp / "harness.c", self.tmp / "harness"
+        main.write_text(HARNESS)
+        self.log("building the standalone -O2 harness from csrc/")
+        sources = [str(ROOT / s) for s in _ffi_build._sources()]
+        cmd = ["cc", *_ffi_build.CFLAGS, "-D_GNU_SOURCE", f"-I{_ffi_build.INCLUDE}"]
+        subprocess.run([*cmd, *sources, str(main), "-lpthread", "-lm", "-o", str(exe)], check=True)
+        return exe, None
+
     def fidelity(self):
-        """A workload through cffi in a worker against its source built standalone -O2."""
-        reason = (
-            "not measured yet: needs a standalone -O2 harness (a main) for the workload sources"
-        )
-        return {
-            f"fidelity.ratio.{name}": _unavailable(
-                "x",
-                f"the {name} workload's hot-loop time through cffi in a worker over the same "
-                "source compiled standalone -O2",
-                reason,
+        """A workload through cffi in a worker against the same source compiled standalone -O2:
+        the sum of its timed regions' clock in each, A B A B, each run a fresh process."""
+        from . import _run, _worker, _workloads
+
+        exe, why = self.harness()
+        out = {}
+        # first-touch's regions are short and fault-bound: more pairs to beat their noise
+        for name, pairs in (("cache", self.n), ("first-touch", 3 * self.n)):
+            key = f"fidelity.ratio.{name.replace('-', '_')}"
+            meaning = (
+                f"the {name} workload's timed regions (default parameters, no counters) through "
+                "cffi in a fresh worker over the same C built standalone -O2 by the bench; "
+                "1 means the lab's path adds nothing to what it measures"
             )
-            for name in ("cache", "first_touch")
-        }
+            if exe is None:
+                out[key] = _unavailable("x", meaning, why)
+                continue
+            p = _workloads.validate(name, {})
+            address_space = _run._module(name).memory(p)[1]
+            args = {"name": name, "params": p, "events": None, "sim": None, "cwd": None}
+            argv = [str(exe), name, *map(str, p.values())]
+
+            def worker():
+                raw = _worker.call(_run.WORKLOAD, args, address_space=address_space, what=name)
+                return sum(r["metrics"]["elapsed"]["value"] for r in raw["regions"])
+
+            def standalone():
+                lines = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+                return sum(float(line.split("\t")[1]) for line in lines.splitlines())
+
+            self.log(f"fidelity: {name} in a worker against standalone -O2 ({pairs} pairs)")
+            a, b = _pairs(worker, standalone, pairs)
+            self.keep(f"{name} regions via cffi in a worker (wall s)", a)
+            self.keep(f"{name} regions standalone -O2 (wall s)", b)
+            out[key] = _figure(
+                _ratio(a, b),
+                "x",
+                meaning,
+                f"pagelab bench --json ({key})",
+                worker_s=statistics.median(a),
+                standalone_s=statistics.median(b),
+                pairs=pairs,
+                spread=_spread(a, b),
+            )
+        return out
 
     # --- what other parts of the project provide -----------------------------------------------
 
