@@ -86,7 +86,16 @@ int main(int argc, char **argv)
 """
 LAB = ("-s", "6", "-E", "8", "-b", "6")
 D1 = (32768, 8, 64)  # the cachegrind comparison's D1 (and pagelab's L1D)
-UNAVAILABLE_LIVE = "bench/bench_live.py (the live widget's rate and slowdown) is not present yet"
+# bench/bench_live.py's figures: key -> (unit, goal, higher is better); the goals are the live
+# widget's (issue 9) and the kernel panel's (issue 13)
+LIVE = {
+    "live.rate_hz": ("Hz", 20, True),
+    "live.slowdown": ("x", 1.02, False),
+    "panel.refresh_hz": ("Hz", None, True),
+    "panel.server_cpu_percent": ("% of a core", 2.0, False),
+    "panel.autocount_ms": ("ms", None, False),
+}
+FAST_LIVE = "--fast skips the browser, Jupyter server and widget figures (minutes of runs)"
 
 
 def _figure(value, unit, meaning, command, goal=None, higher_is_better=True, reason=None, **extra):
@@ -520,28 +529,32 @@ class _Bench:
     # --- what other parts of the project provide -----------------------------------------------
 
     def live(self):
-        """The live widget's figures, from bench/bench_live.py's rate_hz() and slowdown() (each
-        returns a number) once that file exists; unavailable until then."""
+        """The live widget's and the kernel panel's figures, from bench/bench_live.py (FIGURES:
+        key -> a function returning (value, details), its docstring the meaning)."""
         path = ROOT / "bench" / "bench_live.py"
-        # figure -> (function, unit, goal, higher is better): issue 9's targets
-        keys = {
-            "live.rate_hz": ("rate_hz", "Hz", 20, True),
-            "live.slowdown": ("slowdown", "x", 1.02, False),
-        }
-        if not path.is_file():
-            return {k: _unavailable(v[1], "", UNAVAILABLE_LIVE) for k, v in keys.items()}
+        if self.fast or not path.is_file():
+            why = FAST_LIVE if self.fast else f"needs a source checkout ({path.name})"
+            return {k: _unavailable(v[0], "", why) for k, v in LIVE.items()}
         spec = importlib.util.spec_from_file_location("pagelab_bench_live", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        self.log("live widget")
+        command = f"python {path.relative_to(ROOT)}"
         out = {}
-        for k, (fn, unit, goal, higher) in keys.items():
-            meaning = " ".join((getattr(module, fn).__doc__ or "").split())
+        for key, (unit, goal, higher) in LIVE.items():
+            fn = module.FIGURES[key]
+            meaning = " ".join((fn.__doc__ or "").split())
+            self.log(f"live figures: {key}")
             try:
-                value = getattr(module, fn)()
-                out[k] = _figure(value, unit, meaning, str(path), goal, higher)
-            except Exception as e:  # e.g. no browser here: the figure says why, the rest go on
-                out[k] = _unavailable(unit, meaning, f"{fn}() failed: {e}")
+                value, details = fn()
+            except module.Missing as e:  # no browser or Jupyter here: the figure says so
+                out[key] = _unavailable(unit, meaning, str(e), command)
+                continue
+            except Exception as e:  # one failing figure says why; the rest go on
+                out[key] = _unavailable(unit, meaning, f"{fn.__name__}() failed: {e}", command)
+                continue
+            out[key] = _figure(
+                value, unit, meaning, f"python {path.relative_to(ROOT)}", goal, higher, **details
+            )
         return out
 
     def nbval(self):
