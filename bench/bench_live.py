@@ -155,7 +155,7 @@ def browser_update_rate(seconds=10.0):
         out = _browser_draws(
             lambda path: write_notebook(path, faulter.pid, interval_ms=WIDGET_MS),
             TOTAL,
-            "[data-pagelab]",
+            '[data-pagelab="livecounters"]',
             seconds,
         )
     finally:
