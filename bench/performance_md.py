@@ -49,8 +49,9 @@ WHY_MISSED = {
         "about 2 s and mountain about 1 s, and competition waits 1 s by design. The simulated "
         "builds now run first, side by side (a model's counts do not depend on what else runs, "
         "and no native run is beside them), and workers import the simulator only when they "
-        "simulate. On an idle 2-vCPU machine the whole command's CPU time (cpu_s) is the floor "
-        "of its wall time; on a shared one, other work's share of the CPUs comes on top. "
+        "simulate. Its CPU time (cpu_s, workers included) is what an idle 2-vCPU machine "
+        "would take, less the simulated builds' overlap, plus competition's wait; on a shared "
+        "machine (see the load average above) other work's share of the CPUs comes on top. "
         "Cutting further means measuring less (fewer sizes, repetitions or modes), which the "
         "goal rules out."
     ),
@@ -130,7 +131,15 @@ def markdown(doc):
         f"Machine: {m['cpus']} vCPU {m['cpu']}, Linux {m['kernel']}, profile {m['profile']}, "
         f"Python {m['python']}, pagelab {m['pagelab']}; measured {m['date']}"
         + (" with `--fast` (fewer repetitions)" if doc["fast"] else "")
-        + f"; the whole bench took {doc['elapsed_s']:.0f} s.",
+        + f"; the whole bench took {doc['elapsed_s']:.0f} s"
+        + (
+            " with a 1-minute load average of {:.1f} at its start and {:.1f} at its end (other "
+            "work on the machine: wall-clock figures carry its share of the CPUs).".format(
+                *m["load_1min"]
+            )
+            if m.get("load_1min")
+            else "."
+        ),
         "",
         "Reproduce everything: `pagelab bench --json -o pyperf.json` (add `--fast` for a quick "
         "look). `python -m pyperf compare_to old.json new.json` compares two runs' raw timings.",

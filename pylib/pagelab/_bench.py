@@ -612,7 +612,7 @@ class _Bench:
         return out
 
 
-def _machine():
+def _machine(load_before):
     from ._doctor import environment
 
     env = environment()
@@ -624,6 +624,8 @@ def _machine():
         "kernel": env.get("kernel"),
         "profile": env.get("profile"),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        # other work on the machine: what wall-clock figures carry beside their own time
+        "load_1min": [load_before, os.getloadavg()[0]],
     }
 
 
@@ -632,6 +634,7 @@ def run(fast=False, log=None):
     and takes fewer repetitions."""
     log = log or (lambda msg: None)
     b = _Bench(fast, log)
+    load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     figures = {"import_s": b.imports(), "worker_start_s": b.worker_start()}
     figures.update(b.accesses())
@@ -653,7 +656,7 @@ def run(fast=False, log=None):
         "bench": "pagelab",
         "version": __version__,
         "fast": fast,
-        "machine": _machine(),
+        "machine": _machine(load_before),
         "clocks": "whole commands: child CPU (user + system); in process: thread CPU; "
         "figures marked wall: wall clock",
         "elapsed_s": time.perf_counter() - t0,
