@@ -85,8 +85,9 @@ as a standalone program that the bench compiles -O2 from the same csrc/ files wi
 regions (worker over standalone). 1 means the lab's path (the Python interpreter around the
 workload, the worker's environment and address-space limit, the extension's build) adds nothing
 to what the workload measures; a value far from 1 would mean the chapters measure the lab as
-much as the memory system. `spread` is the interquartile range of the pair ratios: first-touch
-is fault-bound and noisy on a shared machine, so it runs three times as many pairs.
+much as the memory system. `spread` is the interquartile range of the pair ratios: the regions
+are short (first-touch's are fault-bound), so a shared machine's preemptions scatter single
+pairs widely, and each ratio takes three times the bench's usual number of pairs.
 """
 
 AGREEMENT = """\

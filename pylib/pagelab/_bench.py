@@ -491,8 +491,9 @@ class _Bench:
 
         exe, why = self.harness()
         out = {}
-        # first-touch's regions are short and fault-bound: more pairs to beat their noise
-        for name, pairs in (("cache", self.n), ("first-touch", 3 * self.n)):
+        # both are short (about 0.1 and 0.5 s of regions) and first-touch is fault-bound: three
+        # times the usual pairs, so one preempted run cannot move the median
+        for name, pairs in (("cache", 3 * self.n), ("first-touch", 3 * self.n)):
             key = f"fidelity.ratio.{name.replace('-', '_')}"
             meaning = (
                 f"the {name} workload's timed regions (default parameters, no counters) through "
