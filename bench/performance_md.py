@@ -87,7 +87,9 @@ workload, the worker's environment and address-space limit, the extension's buil
 to what the workload measures; a value far from 1 would mean the chapters measure the lab as
 much as the memory system. `spread` is the interquartile range of the pair ratios: the regions
 are short (first-touch's are fault-bound), so a shared machine's preemptions scatter single
-pairs widely, and each ratio takes three times the bench's usual number of pairs.
+pairs widely, and each ratio takes three times the bench's usual number of pairs. A ratio that
+lies within its spread of 1 says there is no difference this machine can resolve; `worker_s`
+and `standalone_s` are the two sides' median times.
 """
 
 AGREEMENT = """\
