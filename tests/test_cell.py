@@ -65,7 +65,7 @@ int main(void)
 
 def test_output_is_capped_but_files_the_cell_writes_are_not():
     """A cell's printf output is kept up to OUTPUT_LIMIT and the cut is noted (3 MiB printed, the
-    worker survives), while a 4 MiB file the cell writes itself is written whole (main returns 0)."""
+    worker survives), while a 4 MiB file the cell writes itself is written whole (main gives 0)."""
     from pagelab import _cell
 
     r = _cell.run(FLOOD_AND_FILE, sim=False)
