@@ -9,6 +9,9 @@
 
 #include <stdint.h>
 
+/* Internal to the simulator: calls bind inside the module and may be inlined. */
+#pragma GCC visibility push(hidden)
+
 /* Lines per first-touch bitmap chunk: 512 bits are 64 bytes, one host cache line, and cover
  * 32 KiB of 64-byte lines, so dense traces need few chunks and sparse ones waste little. */
 #define PL_SEEN_CHUNK_SHIFT 9
@@ -65,5 +68,7 @@ int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *e
 /* Mark line touched; 1 if it was touched before, 0 if this is the first time, -ENOMEM if the
  * set could not grow (the line is then not recorded). */
 int pl_seen_test_and_set(struct pl_classifier *k, uint64_t line);
+
+#pragma GCC visibility pop
 
 #endif
