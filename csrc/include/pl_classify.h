@@ -7,6 +7,7 @@
 #ifndef PL_CLASSIFY_H
 #define PL_CLASSIFY_H
 
+#include <errno.h>
 #include <stdint.h>
 
 /* Internal to the simulator: calls bind inside the module and may be inlined. */
@@ -23,11 +24,11 @@
 struct pl_lru_slot {
     uint64_t tag;
     uint32_t node; /* node number + 1; 0 = empty */
-    uint32_t unused;
+    uint32_t home; /* the tag's home slot: deletion need not hash again */
 };
 
 struct pl_lru_node {
-    uint32_t prev, next; /* towards the head (most recent) and the tail (least recent) */
+    uint32_t prev, next; /* towards the most and the least recent line */
     uint32_t slot;       /* where the node's line sits in the hash table: deletion needs no
                             search */
     uint32_t unused;
@@ -36,8 +37,9 @@ struct pl_lru_node {
 struct pl_classifier {
     /* Shadow: a fully associative LRU list of cap lines, found through an open-addressing hash
      * table with linear probing and backward-shift deletion, at most a quarter full while the
-     * table is small enough to stay in the host's caches, at most half full beyond that. */
-    uint32_t cap, used, head, tail;
+     * table is small enough to stay in the host's caches, at most half full beyond that. Nodes
+     * 0 .. cap-1 hold lines; node cap is the sentinel of the circular list. */
+    uint32_t cap, used;
     struct pl_lru_node *node;
     struct pl_lru_slot *slot;
     uint64_t slot_mask;
@@ -65,9 +67,27 @@ int pl_shadow_access(struct pl_classifier *k, uint64_t line);
 /* The same list as an exact fully associative LRU cache in its own right: also gives the node
  * (0 .. cap-1) that holds the line now, and whether a miss replaced another line there. */
 int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted);
+/* The bitmap of first-touch chunk key (index + 1), created if new; 0 when out of memory. */
+uint64_t pl_seen_chunk(struct pl_classifier *k, uint64_t key);
+
 /* Mark line touched; 1 if it was touched before, 0 if this is the first time, -ENOMEM if the
- * set could not grow (the line is then not recorded). */
-int pl_seen_test_and_set(struct pl_classifier *k, uint64_t line);
+ * set could not grow (the line is then not recorded). Inline: a run of misses in one chunk
+ * costs a compare and a bit test each. */
+static inline int pl_seen_test_and_set(struct pl_classifier *k, uint64_t line)
+{
+    uint64_t key = line >> PL_SEEN_CHUNK_SHIFT;
+    uint64_t idx = k->last_idx && k->last_key == key ? k->last_idx : pl_seen_chunk(k, key);
+    if (!idx)
+        return -ENOMEM;
+    k->last_key = key;
+    k->last_idx = idx;
+    unsigned bit = (unsigned)(line & ((1u << PL_SEEN_CHUNK_SHIFT) - 1));
+    uint64_t *w = &k->bits[(idx - 1) * PL_SEEN_CHUNK_WORDS + bit / 64];
+    uint64_t m = 1ull << (bit % 64);
+    int was = (*w & m) != 0;
+    *w |= m;
+    return was;
+}
 
 #pragma GCC visibility pop
 

@@ -5,7 +5,6 @@
 #include "pl_classify.h"
 #include "pl_simmem.h"
 
-#define NIL UINT32_MAX
 /* Fibonacci hashing: multiply by 2^64 / golden ratio, keep the top bits. */
 #define GOLDEN 0x9E3779B97F4A7C15ull
 
@@ -60,7 +59,7 @@ int pl_classifier_init(struct pl_classifier *k, uint32_t cap)
     if (bits <= LINE_GROUP_SHIFT)
         bits = LINE_GROUP_SHIFT + 1; /* line_home shifts by slot_shift + LINE_GROUP_SHIFT < 64 */
     k->cap = cap;
-    k->node = pl_big_alloc(cap, sizeof *k->node);
+    k->node = pl_big_alloc((uint64_t)cap + 1, sizeof *k->node); /* and the sentinel */
     k->slot = pl_big_alloc(1ull << bits, sizeof *k->slot);
     k->slot_mask = (1ull << bits) - 1;
     k->slot_shift = 64 - bits;
@@ -88,7 +87,7 @@ void pl_classifier_free(struct pl_classifier *k)
 void pl_classifier_reset(struct pl_classifier *k)
 {
     k->used = 0;
-    k->head = k->tail = NIL;
+    k->node[k->cap].prev = k->node[k->cap].next = k->cap;
     memset(k->slot, 0, (k->slot_mask + 1) * sizeof *k->slot);
     memset(k->chunk_idx, 0, (k->chunk_mask + 1) * sizeof *k->chunk_idx);
     k->chunks = 0;
@@ -97,28 +96,22 @@ void pl_classifier_reset(struct pl_classifier *k)
 
 /* --- shadow --------------------------------------------------------------------------------- */
 
-static void unlink_node(struct pl_classifier *k, uint32_t n)
+/* The list is circular through the sentinel node cap: its next is the head (most recent), its
+ * prev the tail, so linking and unlinking need no tests. */
+static void unlink_node(struct pl_lru_node *node, uint32_t n)
 {
-    uint32_t p = k->node[n].prev, q = k->node[n].next;
-    if (p != NIL)
-        k->node[p].next = q;
-    else
-        k->head = q;
-    if (q != NIL)
-        k->node[q].prev = p;
-    else
-        k->tail = p;
+    uint32_t p = node[n].prev, q = node[n].next;
+    node[p].next = q;
+    node[q].prev = p;
 }
 
-static void push_front(struct pl_classifier *k, uint32_t n)
+static void push_front(struct pl_lru_node *node, uint32_t sentinel, uint32_t n)
 {
-    k->node[n].prev = NIL;
-    k->node[n].next = k->head;
-    if (k->head != NIL)
-        k->node[k->head].prev = n;
-    k->head = n;
-    if (k->tail == NIL)
-        k->tail = n;
+    uint32_t head = node[sentinel].next;
+    node[n].prev = sentinel;
+    node[n].next = head;
+    node[head].prev = n;
+    node[sentinel].next = n;
 }
 
 /* Empty slot i, shifting later entries of its probe run back so that no lookup ever stops
@@ -127,7 +120,7 @@ static void slot_delete(struct pl_classifier *k, uint64_t i)
 {
     uint64_t mask = k->slot_mask;
     for (uint64_t j = (i + 1) & mask; k->slot[j].node; j = (j + 1) & mask) {
-        uint64_t h = line_home(k, k->slot[j].tag);
+        uint64_t h = k->slot[j].home;
         /* the entry at j may fill the hole at i unless its home lies cyclically in (i, j] */
         int stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
         if (!stays) {
@@ -139,47 +132,53 @@ static void slot_delete(struct pl_classifier *k, uint64_t i)
     k->slot[i].node = 0;
 }
 
-int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted)
+static inline __attribute__((always_inline)) int lru_access(struct pl_classifier *k, uint64_t line,
+                                                            uint32_t *node, int *evicted)
 {
-    uint64_t mask = k->slot_mask;
-    uint64_t i = line_home(k, line);
-    *evicted = 0;
+    uint64_t mask = k->slot_mask, h = line_home(k, line), i = h;
     for (; k->slot[i].node; i = (i + 1) & mask) {
         if (k->slot[i].tag == line) {
             uint32_t n = k->slot[i].node - 1;
-            if (k->head != n) {
-                unlink_node(k, n);
-                push_front(k, n);
+            if (k->node[k->cap].next != n) {
+                unlink_node(k->node, n);
+                push_front(k->node, k->cap, n);
             }
             *node = n;
+            *evicted = 0;
             return 1;
         }
     }
     uint32_t n;
     if (k->used < k->cap) {
         n = k->used++;
+        *evicted = 0;
     } else {
-        n = k->tail; /* the least recently used line leaves */
+        n = k->node[k->cap].prev; /* the least recently used line leaves */
         *evicted = 1;
         slot_delete(k, k->node[n].slot);
-        unlink_node(k, n);
-        i = line_home(k, line); /* the deletion may have moved the free slot */
-        while (k->slot[i].node)
-            i = (i + 1) & mask;
+        unlink_node(k->node, n);
+        for (i = h; k->slot[i].node; i = (i + 1) & mask)
+            ; /* the deletion may have moved the free slot */
     }
     k->slot[i].tag = line;
     k->slot[i].node = n + 1;
+    k->slot[i].home = (uint32_t)h;
     k->node[n].slot = (uint32_t)i;
-    push_front(k, n);
+    push_front(k->node, k->cap, n);
     *node = n;
     return 0;
+}
+
+int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted)
+{
+    return lru_access(k, line, node, evicted);
 }
 
 int pl_shadow_access(struct pl_classifier *k, uint64_t line)
 {
     uint32_t node;
     int evicted;
-    return pl_lru_access(k, line, &node, &evicted);
+    return lru_access(k, line, &node, &evicted);
 }
 
 /* --- first-touch set ------------------------------------------------------------------------ */
@@ -213,8 +212,7 @@ static int grow_chunk_table(struct pl_classifier *k)
     return 0;
 }
 
-/* Index + 1 of the bitmap of chunk key, created if new; 0 if out of memory. */
-static uint64_t chunk_of(struct pl_classifier *k, uint64_t key)
+uint64_t pl_seen_chunk(struct pl_classifier *k, uint64_t key)
 {
     uint64_t i = home(key, k->chunk_shift);
     for (; k->chunk_idx[i]; i = (i + 1) & k->chunk_mask)
@@ -240,20 +238,4 @@ static uint64_t chunk_of(struct pl_classifier *k, uint64_t key)
     k->chunk_key[i] = key;
     k->chunk_idx[i] = (uint32_t)++k->chunks;
     return k->chunks;
-}
-
-int pl_seen_test_and_set(struct pl_classifier *k, uint64_t line)
-{
-    uint64_t key = line >> PL_SEEN_CHUNK_SHIFT;
-    uint64_t idx = k->last_idx && k->last_key == key ? k->last_idx : chunk_of(k, key);
-    if (!idx)
-        return -ENOMEM;
-    k->last_key = key;
-    k->last_idx = idx;
-    unsigned bit = (unsigned)(line & ((1u << PL_SEEN_CHUNK_SHIFT) - 1));
-    uint64_t *w = &k->bits[(idx - 1) * PL_SEEN_CHUNK_WORDS + bit / 64];
-    uint64_t m = 1ull << (bit % 64);
-    int was = (*w & m) != 0;
-    *w |= m;
-    return was;
 }

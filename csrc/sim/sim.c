@@ -154,7 +154,8 @@ int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out)
 }
 
 /* Level i gets the line-aligned block [base, base + 2^span) that the level above missed. */
-static void fetch(struct pl_sim_core *k, int i, uint64_t base, unsigned span, int is_write)
+static __attribute__((noinline)) void fetch(struct pl_sim_core *k, int i, uint64_t base,
+                                            unsigned span, int is_write)
 {
     struct pl_cache *c = &k->level[i];
     uint64_t x = base >> c->shift, last = (base + ((1ull << span) - 1)) >> c->shift;
@@ -169,7 +170,8 @@ static void fetch(struct pl_sim_core *k, int i, uint64_t base, unsigned span, in
 }
 
 /* The DTLB lookups of the pages [first, last], and the STLB's of the DTLB's misses. */
-static void translate(struct pl_sim_core *k, uint64_t first, uint64_t last, int is_write)
+static __attribute__((noinline)) void translate(struct pl_sim_core *k, uint64_t first,
+                                                uint64_t last, int is_write)
 {
     uint8_t *dirty;
     for (uint64_t p = first;; p++) {
@@ -181,21 +183,26 @@ static void translate(struct pl_sim_core *k, uint64_t first, uint64_t last, int 
     }
 }
 
-/* The first level's lookups of the lines [first, last], and the lower levels' of its misses;
- * the outcome of the last line. */
-static int lookup(struct pl_sim_core *k, uint64_t first, uint64_t last, int is_write,
-                  uint8_t **dirty)
+/* The first level's lookup of one line, and the lower levels' if it misses. */
+static inline __attribute__((always_inline)) int lookup(struct pl_sim_core *k, uint64_t x,
+                                                        int is_write, uint8_t **dirty)
 {
     struct pl_cache *l1 = &k->level[0];
-    int out = 0;
-    for (uint64_t x = first;; x++) {
-        out = pl_cache_access(l1, x, is_write, dirty);
-        if (!(out & PL_SIM_HIT) && k->nlevels > 1)
-            fetch(k, 1, x << l1->shift, l1->shift, is_write);
-        if (x == last)
-            break;
-    }
+    int out = pl_cache_access(l1, x, is_write, dirty);
+    if (!(out & PL_SIM_HIT) && k->nlevels > 1)
+        fetch(k, 1, x << l1->shift, l1->shift, is_write);
     return out;
+}
+
+/* An access that covers more than one line: each in turn. */
+static __attribute__((noinline)) int lookup_lines(struct pl_sim_core *k, uint64_t first,
+                                                  uint64_t last, int is_write, uint8_t **dirty)
+{
+    for (uint64_t x = first;; x++) {
+        int out = lookup(k, x, is_write, dirty);
+        if (x == last)
+            return out;
+    }
 }
 
 int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write)
@@ -217,7 +224,9 @@ int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_
     uint8_t *dirty = &k->no_line_dirty;
     if (k->nlevels) {
         unsigned shift = k->level[0].shift;
-        out = lookup(k, addr >> shift, end >> shift, is_write, &dirty);
+        uint64_t x = addr >> shift;
+        out = x == end >> shift ? lookup(k, x, is_write, &dirty)
+                                : lookup_lines(k, x, end >> shift, is_write, &dirty);
     }
     sim->last = end >> sim->shift;
     sim->limit = sim->gmask + 1;
