@@ -32,9 +32,10 @@ struct pl_cache {
     /* LRU and FIFO order of each set of at most PL_CACHE_ORDER_WAYS ways: its way numbers in
      * 4-bit nibbles, most recently used (filled) first, so a lookup needs neither a search for
      * the victim nor a stamp per slot. Positions at and beyond fill[set] hold leftovers, which
-     * the lowest-match search below never reaches. NULL for wider sets, which use stamp. */
+     * the lowest-match search below never reaches. NULL for wider sets, which use stamp, and under
+     * PLRU and random. */
     uint64_t *order;
-    uint64_t *stamp; /* wide LRU: time of last use; wide FIFO: time of fill */
+    uint64_t *stamp; /* wide LRU: time of last use; wide FIFO: time of fill; else NULL */
     uint8_t *dirty;
     uint32_t *fill;
     uint64_t *plru;      /* PLRU: tree bits per set; bit n set = the victim is right of node n */

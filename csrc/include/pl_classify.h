@@ -43,8 +43,7 @@ struct pl_classifier {
     struct pl_lru_node *node;
     struct pl_lru_slot *slot;
     uint64_t slot_mask;
-    unsigned slot_shift;  /* hash = (key * golden) >> slot_shift */
-    unsigned group_shift; /* log2 of the consecutive lines that share a hash (see classify.c) */
+    unsigned slot_shift; /* hash = (key * golden) >> slot_shift */
     /* First-touch set: chunk number -> index + 1 of its bitmap (0 = empty slot), open addressing,
      * doubled when half full; the bitmaps live in one array that also doubles. */
     uint64_t *chunk_key;

@@ -20,19 +20,19 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
     while ((1u << c->plru_depth) < ways)
         c->plru_depth++;
     c->tag = pl_big_alloc(lines, sizeof *c->tag);
-    int ordered =
-        ways <= PL_CACHE_ORDER_WAYS && (policy == PL_POLICY_LRU || policy == PL_POLICY_FIFO);
+    int by_age = policy == PL_POLICY_LRU || policy == PL_POLICY_FIFO;
+    int ordered = by_age && ways <= PL_CACHE_ORDER_WAYS, stamped = by_age && !ordered;
     if (ordered)
         c->order = pl_big_alloc(sets, sizeof *c->order);
-    else
+    if (stamped)
         c->stamp = pl_big_alloc(lines, sizeof *c->stamp);
     c->dirty = pl_big_alloc(lines, 1);
     c->fp = pl_big_zalloc(lines + 8, 1); /* the spare bytes past the last set are read, unused */
     c->fill = pl_big_alloc(sets, sizeof *c->fill);
     if (policy == PL_POLICY_PLRU)
         c->plru = pl_big_alloc(sets, sizeof *c->plru);
-    int ok = c->tag && c->fp && (ordered ? c->order : c->stamp) && c->dirty && c->fill &&
-             (policy != PL_POLICY_PLRU || c->plru);
+    int ok = c->tag && c->fp && (!ordered || c->order) && (!stamped || c->stamp) && c->dirty &&
+             c->fill && (policy != PL_POLICY_PLRU || c->plru);
     if (ok && sets == 1 && ways > PL_CACHE_SCAN_WAYS && policy == PL_POLICY_LRU) {
         c->fa = malloc(sizeof *c->fa);
         if (c->fa && pl_classifier_init(c->fa, ways)) {
@@ -84,7 +84,7 @@ void pl_cache_reset(struct pl_cache *c)
         c->tag[i] = PL_NO_LINE;
     if (c->order)
         memset(c->order, 0, sets * sizeof *c->order);
-    else
+    if (c->stamp)
         memset(c->stamp, 0, lines * sizeof *c->stamp);
     memset(c->dirty, 0, lines);
     memset(c->fill, 0, sets * sizeof *c->fill);
@@ -210,7 +210,7 @@ int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dir
     c->fp[slot] = pl_cache_fingerprint(line);
     if (c->order)
         c->order[set] = c->order[set] << 4 | w;
-    else
+    else if (c->stamp)
         c->stamp[slot] = ++c->clock;
     c->dirty[slot] = (uint8_t)(is_write != 0);
     if (c->policy == PL_POLICY_PLRU)

@@ -21,18 +21,17 @@ static uint64_t home(uint64_t key, unsigned shift)
     return (key * GOLDEN) >> shift;
 }
 
-/* Home slot of a line in the shadow. In a table too big for the host's caches, groups of four
- * consecutive lines hash together and sit side by side, so a sequential walk probes one host
- * cache line per group instead of one per line, while strides (the usual conflict-miss
- * experiments) still scatter. A small table is cached anyway, and there grouping would only
- * lengthen the probe runs. */
+/* Home slot of a line in the shadow. Groups of four consecutive lines hash together and sit
+ * side by side, so a sequential walk probes one host cache line per group instead of one per
+ * line, while strides (the usual conflict-miss experiments) still scatter. Even an L1's small
+ * table gains: a simulated workload's own data competes with it for the host's L1. */
 #define LINE_GROUP_SHIFT 2
 /* A hash table beyond this size no longer stays in a host core's L2 cache. */
 #define BIG_TABLE_BYTES (1u << 20)
 
 static uint64_t line_home(const struct pl_classifier *k, uint64_t line)
 {
-    unsigned g = k->group_shift;
+    unsigned g = LINE_GROUP_SHIFT;
     uint64_t group = home(line >> g, k->slot_shift + g);
     return (group << g | (line & ((1u << g) - 1))) & k->slot_mask;
 }
@@ -63,7 +62,6 @@ int pl_classifier_init(struct pl_classifier *k, uint32_t cap)
     k->slot = pl_big_alloc(1ull << bits, sizeof *k->slot);
     k->slot_mask = (1ull << bits) - 1;
     k->slot_shift = 64 - bits;
-    k->group_shift = (sizeof *k->slot << bits) >= BIG_TABLE_BYTES ? LINE_GROUP_SHIFT : 0;
     unsigned cbits = log2_ceil(PL_SEEN_INITIAL_SLOTS);
     k->chunk_key = pl_big_alloc(1ull << cbits, sizeof *k->chunk_key);
     k->chunk_idx = pl_big_alloc(1ull << cbits, sizeof *k->chunk_idx);
