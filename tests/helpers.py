@@ -3,9 +3,12 @@
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import jsonschema
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
 
 import pagelab
 
@@ -71,3 +74,46 @@ def run_as_nobody(python, home, args, **kw):
     return run(
         [str(python), *args], user=NOBODY, group=NOBODY, extra_groups=[], env=env, umask=0o022, **kw
     )
+
+
+class Kernel:
+    """A started kernel and a client; run() returns what a cell printed, showed and raised."""
+
+    def __init__(self, spec_dir=None, name="python3"):
+        ksm = KernelSpecManager(kernel_dirs=[str(spec_dir)]) if spec_dir else KernelSpecManager()
+        self.km = KernelManager(kernel_name=name, kernel_spec_manager=ksm)
+        self.km.start_kernel()
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=120)
+
+    def run(self, code, timeout=240):
+        out = {"stdout": "", "stderr": "", "data": [], "error": None}
+
+        def hook(msg):
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                out[content["name"]] += content["text"]
+            elif kind in ("display_data", "execute_result"):
+                out["data"].append(content["data"])
+            elif kind == "error":
+                out["error"] = f"{content['ename']}: {content['evalue']}"
+
+        reply = self.kc.execute_interactive(code, output_hook=hook, timeout=timeout)
+        out["status"] = reply["content"]["status"]
+        return out
+
+    def alive(self):
+        # ipykernel aborts requests that arrive right after a cell failed (stop_on_error), by
+        # design; such a request is answered "aborted" without running, so ask again
+        for _ in range(5):
+            out = self.run("print(6 * 7)")
+            if out["status"] != "aborted":
+                break
+            time.sleep(0.2)
+        assert out["stdout"].strip() == "42", f"status {out['status']}: {out}"
+        return True
+
+    def stop(self):
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)

@@ -36,7 +36,10 @@ def drift(project, env):
     wanted = [*p["dependencies"], *project["build-system"]["requires"]]
     wanted += [d for extra in p["optional-dependencies"].values() for d in extra]
     have = conda_specs(env)
-    problems = []
+    names = [norm(d)[0] for d in env["dependencies"] if isinstance(d, str)]
+    problems = [
+        f"environment.yml lists {n} twice" for n in sorted(set(names)) if names.count(n) > 1
+    ]
     for name, bound in dict(map(norm, wanted)).items():
         if name not in have:
             problems.append(f"environment.yml lacks {name}{bound}")
@@ -54,7 +57,7 @@ def test_environment_yml_is_in_step_with_pyproject():
 
 def test_drift_is_caught():
     """A deliberate drift on each side is reported: a changed bound, a dependency added to an
-    extra, a dependency dropped from the conda file."""
+    extra, a dependency dropped from the conda file, one listed twice."""
     project, env = pyproject(), environment()
     bumped = copy.deepcopy(project)
     bumped["project"]["dependencies"] = [
@@ -67,6 +70,9 @@ def test_drift_is_caught():
     dropped = copy.deepcopy(env)
     dropped["dependencies"] = [d for d in env["dependencies"] if not str(d).startswith("cffi")]
     assert drift(project, dropped) == ["environment.yml lacks cffi>=1.16"]
+    twice = copy.deepcopy(env)
+    twice["dependencies"].append("numpy>=1.24")
+    assert drift(project, twice) == ["environment.yml lists numpy twice"]
 
 
 def test_environment_yml_can_build_the_extension():

@@ -56,6 +56,7 @@ def _settings(pairs):
 
 
 def _run(args):
+    from . import _progress
     from . import _run as runner
     from ._doctor import environment
     from ._version import __version__
@@ -77,7 +78,7 @@ def _run(args):
     if args.experiment == "all":
         if args.set or args.sim:
             raise BadInput("run all takes no --set or --sim: it runs every default")
-        results = runner.run_all()
+        results = runner.run_all(progress=_progress.lines)
         if args.json:
             _print_json(
                 {
@@ -89,7 +90,9 @@ def _run(args):
         else:
             print("\n\n".join(str(r) for r in results))
         return 0
-    result = runner.run(args.experiment, sim=args.sim, **_settings(args.set))
+    result = runner.run(
+        args.experiment, sim=args.sim, progress=_progress.lines, **_settings(args.set)
+    )
     _print_json(result.to_dict()) if args.json else print(result)
 
 

@@ -1,11 +1,10 @@
 """`pagelab run`: validate, check the memory budget, run in workers, evaluate the claims."""
 
 import importlib
-import sys
 from dataclasses import dataclass, field
 
 from . import _environment as env
-from . import _worker, _workloads
+from . import _progress, _worker, _workloads
 from ._doctor import environment, profile
 from ._errors import BadInput, BudgetExceeded
 from ._numbers import format_size, quote
@@ -102,16 +101,11 @@ def check_budget(name, resident):
         )
 
 
-def _print_progress(text):
-    print(f"  ... {text}", file=sys.stderr, flush=True)
-
-
 def _context(name, sim, timeout, progress, params):
     """Validate and check the budget (BadInput / BudgetExceeded before anything runs)."""
     if sim not in (None, True, False):
         raise BadInput(f"sim must be True, False or None, not {quote(sim)}")
-    if progress is not None and not callable(progress):
-        raise BadInput(f"progress must be a function of one string, or None, not {quote(progress)}")
+    _progress.check(progress)
     if timeout is not None:
         _worker.check_timeout(timeout)
     p = _workloads.validate(name, params)
@@ -123,7 +117,7 @@ def _context(name, sim, timeout, progress, params):
     return mod, Context(name, p, bool(sim), timeout or mod.TIMEOUT, progress, address_space)
 
 
-def run(name, *, sim=None, timeout=None, progress=_print_progress, live=False, **params):
+def run(name, *, sim=None, timeout=None, progress=True, live=False, **params):
     """Run experiment ``name`` with ``params`` (see ``pagelab.parameters(name)``) and return its
     Result: labelled measurements and the claims of its write-up evaluated on them.
 
@@ -131,23 +125,28 @@ def run(name, *, sim=None, timeout=None, progress=_print_progress, live=False, *
     does, None (the default) does where the hardware cannot count caches and TLBs (the
     software-only and blocked profiles). Simulated counts are always labelled 'sim'. Bad
     parameters and requests over the memory budget raise BadInput before anything runs.
+    ``progress``: True shows a progress bar (tqdm.auto), None nothing; a function gets each step.
     ``live``: also show a LiveCounters widget following the workers while they run.
     """
-    if live:
+    mod, ctx = _context(name, sim, timeout, progress, params)
+    with _progress.reporting(name, progress) as ctx.progress:
+        if not live:
+            return mod.run(ctx)
         from IPython.display import display
 
         from ._live import LiveCounters
 
-        handle = start(name, sim=sim, timeout=timeout, progress=progress, **params)
+        handle = RunHandle(mod, ctx)
         display(LiveCounters.watch(handle, interval_ms=50))
         return handle.result()
-    mod, ctx = _context(name, sim, timeout, progress, params)
-    return mod.run(ctx)
 
 
 def start(name, *, sim=None, timeout=None, progress=None, **params):
     """Start experiment ``name`` in the background and return its RunHandle at once (bad
-    parameters still raise here). Watch it with ``pagelab.LiveCounters.watch(handle)``."""
+    parameters still raise here). Watch it with ``pagelab.LiveCounters.watch(handle)``.
+    ``progress`` is None or a function (called from the background thread), never a bar."""
+    if progress is True:
+        raise BadInput("start() runs in the background: progress must be None or a function")
     mod, ctx = _context(name, sim, timeout, progress, params)
     return RunHandle(mod, ctx)
 
@@ -183,13 +182,12 @@ class RunHandle(_worker.Background):
         return f"{self.name} ({state})"
 
 
-def run_all(progress=_print_progress):
+def run_all(progress=True):
     """Every experiment with its default (small) parameters."""
-    if progress is not None and not callable(progress):
-        raise BadInput(f"progress must be a function of one string, or None, not {quote(progress)}")
+    _progress.check(progress)
     results = []
     for name in experiment_names():
-        if progress:
+        if callable(progress):
             progress(f"running {name}")
         results.append(run(name, progress=progress))
     return results
