@@ -5,9 +5,6 @@
 #include "pl_classify.h"
 #include "pl_simmem.h"
 
-/* Fibonacci hashing: multiply by 2^64 / golden ratio, keep the top bits. */
-#define GOLDEN 0x9E3779B97F4A7C15ull
-
 static unsigned log2_ceil(uint64_t x)
 {
     unsigned b = 0;
@@ -18,23 +15,11 @@ static unsigned log2_ceil(uint64_t x)
 
 static uint64_t home(uint64_t key, unsigned shift)
 {
-    return (key * GOLDEN) >> shift;
+    return (key * PL_LRU_GOLDEN) >> shift; /* Fibonacci hashing: keep the top bits */
 }
 
-/* Home slot of a line in the shadow. Groups of four consecutive lines hash together and sit
- * side by side, so a sequential walk probes one host cache line per group instead of one per
- * line, while strides (the usual conflict-miss experiments) still scatter. Even an L1's small
- * table gains: a simulated workload's own data competes with it for the host's L1. */
-#define LINE_GROUP_SHIFT 2
 /* A hash table beyond this size no longer stays in a host core's L2 cache. */
 #define BIG_TABLE_BYTES (1u << 20)
-
-static uint64_t line_home(const struct pl_classifier *k, uint64_t line)
-{
-    unsigned g = LINE_GROUP_SHIFT;
-    uint64_t group = home(line >> g, k->slot_shift + g);
-    return (group << g | (line & ((1u << g) - 1))) & k->slot_mask;
-}
 
 static void free_all(struct pl_classifier *k)
 {
@@ -55,8 +40,8 @@ int pl_classifier_init(struct pl_classifier *k, uint32_t cap)
     unsigned bits = log2_ceil(4ull * cap);
     if ((sizeof *k->slot << bits) > BIG_TABLE_BYTES)
         bits--;
-    if (bits <= LINE_GROUP_SHIFT)
-        bits = LINE_GROUP_SHIFT + 1; /* line_home shifts by slot_shift + LINE_GROUP_SHIFT < 64 */
+    if (bits <= PL_LRU_GROUP_SHIFT)
+        bits = PL_LRU_GROUP_SHIFT + 1; /* pl_lru_home shifts by slot_shift + the group < 64 */
     k->cap = cap;
     k->node = pl_big_alloc((uint64_t)cap + 1, sizeof *k->node); /* and the sentinel */
     k->slot = pl_big_alloc(1ull << bits, sizeof *k->slot);
@@ -94,24 +79,6 @@ void pl_classifier_reset(struct pl_classifier *k)
 
 /* --- shadow --------------------------------------------------------------------------------- */
 
-/* The list is circular through the sentinel node cap: its next is the head (most recent), its
- * prev the tail, so linking and unlinking need no tests. */
-static void unlink_node(struct pl_lru_node *node, uint32_t n)
-{
-    uint32_t p = node[n].prev, q = node[n].next;
-    node[p].next = q;
-    node[q].prev = p;
-}
-
-static void push_front(struct pl_lru_node *node, uint32_t sentinel, uint32_t n)
-{
-    uint32_t head = node[sentinel].next;
-    node[n].prev = sentinel;
-    node[n].next = head;
-    node[head].prev = n;
-    node[sentinel].next = n;
-}
-
 /* Empty slot i, shifting later entries of its probe run back so that no lookup ever stops
  * early at the hole; moved entries tell their nodes where they went. */
 static void slot_delete(struct pl_classifier *k, uint64_t i)
@@ -130,53 +97,38 @@ static void slot_delete(struct pl_classifier *k, uint64_t i)
     k->slot[i].node = 0;
 }
 
-static inline __attribute__((always_inline)) int lru_access(struct pl_classifier *k, uint64_t line,
-                                                            uint32_t *node, int *evicted)
+uint32_t pl_lru_insert(struct pl_classifier *k, uint64_t line, uint64_t h, uint64_t i, int *evicted)
 {
-    uint64_t mask = k->slot_mask, h = line_home(k, line), i = h;
-    for (; k->slot[i].node; i = (i + 1) & mask) {
-        if (k->slot[i].tag == line) {
-            uint32_t n = k->slot[i].node - 1;
-            if (k->node[k->cap].next != n) {
-                unlink_node(k->node, n);
-                push_front(k->node, k->cap, n);
-            }
-            *node = n;
-            *evicted = 0;
-            return 1;
-        }
-    }
     uint32_t n;
-    if (k->used < k->cap) {
+    *evicted = k->used == k->cap;
+    if (!*evicted) {
         n = k->used++;
-        *evicted = 0;
     } else {
         n = k->node[k->cap].prev; /* the least recently used line leaves */
-        *evicted = 1;
         slot_delete(k, k->node[n].slot);
-        unlink_node(k->node, n);
-        for (i = h; k->slot[i].node; i = (i + 1) & mask)
+        pl_lru_unlink(k->node, n);
+        for (i = h; k->slot[i].node; i = (i + 1) & k->slot_mask)
             ; /* the deletion may have moved the free slot */
     }
     k->slot[i].tag = line;
     k->slot[i].node = n + 1;
     k->slot[i].home = (uint32_t)h;
     k->node[n].slot = (uint32_t)i;
-    push_front(k->node, k->cap, n);
-    *node = n;
-    return 0;
+    pl_lru_push_front(k->node, k->cap, n);
+    return n;
 }
 
 int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted)
 {
-    return lru_access(k, line, node, evicted);
-}
-
-int pl_shadow_access(struct pl_classifier *k, uint64_t line)
-{
-    uint32_t node;
-    int evicted;
-    return lru_access(k, line, &node, &evicted);
+    uint64_t h = pl_lru_home(k, line), i;
+    uint32_t found = pl_lru_find(k, line, h, &i);
+    if (found) {
+        *node = found - 1;
+        *evicted = 0;
+        return 1;
+    }
+    *node = pl_lru_insert(k, line, h, i, evicted);
+    return 0;
 }
 
 /* --- first-touch set ------------------------------------------------------------------------ */
