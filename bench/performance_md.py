@@ -14,23 +14,22 @@ import sys
 WHY_MISSED = {
     "sim.accesses_per_s.seq8": (
         "7 of 8 accesses take the inline fast path (a compare and two increments); the 8th, a "
-        "new line, runs the full model and costs as much as the other 7 together. With "
-        "classification off the same stream runs about 1.4x faster: the classification shadow "
-        "(a hash lookup and an LRU list update per new line, `pl_lru_access`) is the largest "
-        "single cost of the slow path."
+        "new line, runs the full model and costs as much as the other 7 together, so the "
+        "new-line cost caps this figure: 3e8/s needs a new line in about 20 ns, and it takes "
+        "about 30 ns with miss classification on, 16 ns with it off (the same stream then runs "
+        "at about 3.2e8/s). Classification stays on by default because chapters 02 and 12, "
+        "the CLI and docs report the miss classes."
     ),
     "sim.accesses_per_s.new_line": (
-        "Every access runs the full model, and the model is bound by the instructions it "
-        "executes (callgrind, which counts instructions without a PMU: 508 per access with "
-        "classification, 328 without, for 8-byte loads one line apart through this machine's "
-        "L1D + DTLB; the CPU retires them at about 4 a cycle). Of the 508: the "
-        "classification shadow (`pl_lru_access`: hash probe and LRU list update) about 120, "
-        "the first-touch bitmap about 43, the LRU victim search over the set's 8 stamps about "
-        "60, the set scan about 44, the slow path's loops over pages and lines, counters and "
-        "the DTLB about 170. 1e8/s needs about 130 instructions an access: a restructured "
-        "model (recency order kept in each set so no victim search, one pass for the common "
-        "access that stays inside one line and page, a cheaper shadow), not tuning. Splitting "
-        "the victim search into two compare chains did not move the figure and was not kept."
+        "Every access runs the full model, bound by the instructions it executes (callgrind, "
+        "which counts instructions without a PMU: 405 per access with classification, 231 "
+        "without, down from 508 and 328 before the per-set recency word and fingerprint "
+        "lookups). Of the 405, roughly: the classification shadow's miss (hash insert and the "
+        "evicted tail's delete) 85, the L1 miss and fill 80, the slow path's frame 75, the set "
+        "lookup 50, the array loop 23, the first-touch bitmap 20. `perf record -e cpu-clock`: "
+        "`pl_sim_access_slow` 20%, `pl_cache_miss` 14%, `pl_lru_insert` 12%. 1e8/s needs "
+        "about 130 instructions an access: that is a different design (no exact shadow, or "
+        "one shared with the cache's own tags), not tuning."
     ),
     "sim.vs_cachegrind.speedup": (
         "This figure compares whole commands on a small program: cachegrind runs the matrix "

@@ -104,7 +104,7 @@ def test_performance_md_lists_every_figure_and_explains_misses():
     for key in _doc()["figures"]:
         assert f"| `{key}` |" in md
     assert "`cmd a`" in md and "<= 0.05 met" in md and ">= 1e+08 **missed**" in md
-    assert "- `sim.accesses_per_s.new_line`: 3e+07 accesses/s" in md and "pl_lru_access" in md
+    assert "- `sim.accesses_per_s.new_line`: 3e+07 accesses/s" in md and "pl_sim_access_slow" in md
     assert "unavailable: --fast skips" in md
     assert "csim-ref" in md and "What the fidelity ratios mean" in md
 
