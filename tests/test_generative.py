@@ -546,7 +546,7 @@ def test_run_arguments(timeout, sim, progress):
     )
     if sim not in (None, True, False):
         assert "sim must be" in text
-    elif progress is not None and not callable(progress):
+    elif progress is not None and progress is not True and not callable(progress):
         assert "progress must be" in text
     elif not good_timeout:
         assert "timeout must be" in text

@@ -3,7 +3,8 @@
  * a record gets its buffer decides whether it faults fresh zeroed pages every time:
  *   malloc        glibc's defaults (a dynamic mmap threshold, see docs/experiments/ebizzy.md)
  *   malloc-fixed  M_MMAP_THRESHOLD pinned at its 128 KiB default: big buffers are mmapped and
- *                 munmapped on every record, as in the ebizzy analysis
+ *                 munmapped on every record: the ebizzy analysis's storm, through munmap
+ *                 where the analysis saw madvise
  *   mmap          mmap/munmap per record: always fresh pages
  *   pool          one buffer per thread, reused
  *   tuned         mallopt: buffers stay below the mmap threshold and the heap is not trimmed

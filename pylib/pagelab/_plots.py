@@ -310,7 +310,14 @@ def grid(title, *rows):
             for t in p.traces:
                 fig.add_trace(t, row=i, col=col)
             fig.update_xaxes(title_text=p.x_title, type="log" if p.log_x else None, row=i, col=col)
-            fig.update_yaxes(title_text=p.y_title, type="log" if p.log_y else None, row=i, col=col)
+            # a linear axis starts at zero, so a small bar or a flat line is not magnified
+            fig.update_yaxes(
+                title_text=p.y_title,
+                type="log" if p.log_y else None,
+                rangemode=None if p.log_y else "tozero",
+                row=i,
+                col=col,
+            )
     fig.update_layout(
         title=title,
         height=420 * len(rows),

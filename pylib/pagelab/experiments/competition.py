@@ -413,7 +413,6 @@ def figure(result):
             "major": [by[r]["major-faults"] for r in regions],
             "minor": [by[r]["minor-faults"] for r in regions],
         },
-        log=True,
         y_title="faults",
     )
     seconds = result.params["seconds"]

@@ -330,7 +330,6 @@ def figure(result):
                 "faults per record",
                 [m.label for m in modes],
                 [m["faults_per_record"] for m in modes],
-                log=True,
             ),
             bars(
                 "records per second", [m.label for m in modes], [m["records_per_s"] for m in modes]

@@ -39,7 +39,8 @@ MIN_VMAS = 4096
 RETRY_MAX_RATIO = 3.0
 # After the window is full a 2003-style create makes one failing mmap more than a MAP_STACK one,
 # next to the >= 4 syscalls both make (mmap, mprotect, clone, futex): 1.5x is generous for that;
-# 2008's creates took milliseconds, 100x and more.
+# in 2008 a create went from about 35,000 to 25,000,000 cycles (Pardo's report, quoted by Joe
+# Damato's write-up), about 700x.
 CREATE_MAX_RATIO = 1.5
 MIN_AFTER_FULL = 16  # creates after the window filled needed for a steady median
 # Per thread: the stack-top pages and TLS it touches, and its kernel stack (never its whole stack).
