@@ -20,7 +20,8 @@ SYSTEM_DEPS := valgrind:valgrind perf:linux-perf strace:strace chromium:chromium
 FRONT_END := pylib/pagelab/static/livecounters.js
 NODE_MODULES := labext/node_modules/.package-lock.json
 # The JupyterLab extension (kernel panel, status-bar item), prebuilt by @jupyterlab/builder into
-# the package; the wheel installs it and the server extension's config where Jupyter looks.
+# the package (Node only: JupyterLab's core versions come from @jupyterlab/core-meta); the wheel
+# installs it and the server extension's config where Jupyter looks.
 LABEXTENSION := pylib/pagelab/labextension/package.json
 # The same two, installed into the venv for this checkout's editable install (a link, so a
 # rebuild shows at once).
@@ -43,8 +44,8 @@ $(NODE_MODULES): labext/package.json labext/package-lock.json
 $(FRONT_END): $(NODE_MODULES) $(wildcard labext/src/*.ts)
 	cd labext && npm run --silent build
 
-$(LABEXTENSION): $(NODE_MODULES) $(STAMP) $(wildcard labext/src/*.ts) labext/schema/plugin.json
-	cd labext && PATH="$(CURDIR)/$(BIN):$$PATH" npm run --silent build:lab
+$(LABEXTENSION): $(NODE_MODULES) $(wildcard labext/src/*.ts) labext/schema/plugin.json
+	cd labext && npm run --silent build:lab
 
 $(DEV_LABEXT): | $(STAMP)
 	mkdir -p $(dir $@) && ln -sfn $(CURDIR)/pylib/pagelab/labextension $@

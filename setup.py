@@ -1,6 +1,7 @@
 """setuptools needs this file for cffi_modules and for the package data that lives outside
-pylib/ (the chapters, the C headers) or is built (the widget's front end); everything else is in
-pyproject.toml.
+pylib/ (the chapters, the C headers) or is built from labext/ (the widget's front end, the
+JupyterLab extension: built with npm when missing, so `pip wheel .` needs no `make setup`);
+everything else is in pyproject.toml.
 
 Build switches (environment variables): PAGELAB_CFLAGS (see pylib/pagelab/_ffi_build.py).
 """
@@ -15,10 +16,8 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent
 PACKAGE = ROOT / "pylib" / "pagelab"
 LABEXT = ROOT / "labext"
-# The anywidget bundle, built from labext/ by its `npm run build`.
-STATIC = PACKAGE / "static"
-# Where a prebuilt JupyterLab extension would be built to (the widget cookiecutter's layout); when
-# it exists the wheel installs it where Jupyter looks for extensions.
+# The JupyterLab extension, built by labext's `npm run build:lab` (the widget's anywidget bundle,
+# `npm run build`, goes to static/ as package data); the wheel installs it where Jupyter looks.
 LABEXTENSION = PACKAGE / "labextension"
 LABEXTENSION_DEST = "share/jupyter/labextensions/pagelab"
 
@@ -30,32 +29,35 @@ COPIED = {
 }
 
 
-def _front_end():
-    """Build the widget bundle from labext/ if it is missing (needs Node.js and npm)."""
-    if not (LABEXT / "package.json").is_file() or any(STATIC.glob("*.js")):
+def _npm_build(script, built, what):
+    """Run ``npm run <script>`` in labext/ when ``built`` (a glob in the package) matches nothing:
+    a source tree without `make setup` still builds a whole wheel (needs Node.js and npm)."""
+    if not (LABEXT / "package.json").is_file() or any(PACKAGE.glob(built)):
         return
     npm = shutil.which("npm")
     if npm is None:
         raise SystemExit(
-            "pagelab build: the widget front end (pylib/pagelab/static/) is not built and npm is "
-            "missing; install Node.js 18+ with npm (Debian: apt-get install nodejs npm) and "
-            "build again, or install a wheel, which carries the front end"
+            f"pagelab build: {what} (pylib/pagelab/{built.split('/')[0]}/) is not built and npm "
+            "is missing; install Node.js 18+ with npm (Debian: apt-get install nodejs npm) and "
+            "build again (or install a wheel, which carries it)"
         )
-    subprocess.run(
-        [npm, "ci" if (LABEXT / "package-lock.json").is_file() else "install"],
-        cwd=LABEXT,
-        check=True,
-    )
-    subprocess.run([npm, "run", "build"], cwd=LABEXT, check=True)
-    if not any(STATIC.glob("*.js")):
-        raise SystemExit(f"pagelab build: `npm run build` in labext/ left no bundle in {STATIC}")
+    if not (LABEXT / "node_modules" / ".package-lock.json").is_file():
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=LABEXT, check=True)
+    subprocess.run([npm, "run", script], cwd=LABEXT, check=True)
+    if not any(PACKAGE.glob(built)):
+        raise SystemExit(f"pagelab build: `npm run {script}` in labext/ left no {built}")
 
 
 class BuildPy(build_py):
-    """The usual build_py, plus the front end, the chapters and the headers as package data."""
+    """The usual build_py, plus the front ends (built when missing), the chapters and the
+    headers as package data."""
 
     def run(self):
-        _front_end()
+        _npm_build("build", "static/*.js", "the widget front end")
+        if not self.editable_mode:  # `make setup` builds it for a checkout and links it
+            _npm_build("build:lab", "labextension/package.json", "the JupyterLab extension")
+            # listed again now that it is built (install_data reads this after the build)
+            self.distribution.data_files = _labextension_files()
         super().run()
         if self.editable_mode:
             return  # an editable install finds these in the checkout (pagelab/_shipped.py)
@@ -78,8 +80,8 @@ SERVER_CONFIG = (
 
 
 def _labextension_files():
-    """data_files entries installing the prebuilt lab extension, when there is one, and the
-    server extension's config."""
+    """data_files entries installing the lab extension, when it is built, and the server
+    extension's config."""
     files = {SERVER_CONFIG[0]: SERVER_CONFIG[1]}
     for path in sorted(LABEXTENSION.rglob("*")):
         if path.is_file():

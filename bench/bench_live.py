@@ -1,19 +1,29 @@
-"""LiveCounters and the magics: what watching costs, and how fast the browser draws.
+"""The live figures: the LiveCounters widget, the lab's kernel panel and autocount. What watching
+costs, and how fast the browser draws.
 
-- ``browser_update_rate()``: redraws per second a 30 Hz widget achieves in headless chromium,
-  against a real JupyterLab server (the browser test's machinery, tests/jupyter_browser.py).
+- ``browser_update_rate()``: redraws per second of a 30 Hz LiveCounters in headless chromium,
+  against a real JupyterLab (the browser test's machinery, tests/jupyter_browser.py).
+- ``panel_refresh_rate()``: redraws per second of the kernel panel at its 10 Hz setting, the
+  same way.
 - ``watched_slowdown()``: a memory-bound process timed alone and while a 30 Hz LiveCounters
   watches it, alternating in one run so drift hits both sides alike.
-- ``counters_magic_cost()``: the wall time of ``%%counters`` on an empty cell, against the empty
-  cell alone, in an in-process IPython shell.
+- ``server_cpu_with_panel()``: CPU of a real `jupyter server` with 5 real kernels while a
+  panel's WebSocket streams their samples at 10 Hz, and with no panel, alternating.
+- ``counters_magic_cost()`` and ``autocount_cost()``: the wall time of an empty cell under
+  ``%%counters``, and with ``%pagelab autocount on``, against the empty cell alone, in an
+  in-process IPython shell.
 
-Each returns a dict; ``rate_hz()`` and ``slowdown()`` are the two numbers ``pagelab bench``
-reports (live.rate_hz, live.slowdown). Run all: .venv/bin/python bench/bench_live.py
+Each returns a dict. ``pagelab bench`` reports five numbers from them (FIGURES: its key -> the
+function here that returns (value, details); the function's docstring is the figure's meaning).
+A figure whose browser or Jupyter server is not here raises Missing with the reason.
+Run all: .venv/bin/python bench/bench_live.py
 """
 
+import asyncio
 import contextlib
 import io
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -23,6 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+PANEL_MS = 100  # the kernel panel's default setting: 10 Hz
+WIDGET_MS = 33  # the LiveCounters figures: 30 Hz
+WATCHED = ["page-faults", "context-switches", "task-clock"]  # what the widget samples here
 # A memory-bound loop over 64 MiB (well past any LLC here): sums a float64 array, timed by
 # itself after the parent says go (once its watcher, if any, is attached).
 MEMORY_BOUND = """
@@ -38,6 +51,119 @@ print(time.perf_counter() - t0, time.process_time() - c0, flush=True)
 """
 
 
+class Missing(Exception):
+    """What a figure needs (chromium, playwright, JupyterLab) is not here; the message says."""
+
+
+def _needs(app):
+    """Missing unless chromium and playwright are here (for a browser) and ``app`` imports."""
+    from jupyter_browser import missing_browser
+
+    why = missing_browser() if app == "lab" else None
+    try:
+        __import__({"lab": "jupyterlab", "server": "jupyter_server"}[app])
+    except ImportError:
+        why = why or f"{app}: {'jupyterlab' if app == 'lab' else 'jupyter_server'} is missing"
+    if why:
+        raise Missing(why)
+
+
+# ---- shared: a browser's redraw count, and an empty cell's time ---------------------------------
+
+
+def _browser_draws(write, ready, drawn, seconds, before=None):
+    """Redraws per second of the element ``drawn`` (its data-draws count) in headless chromium,
+    in JupyterLab, once the notebook ``write(path)`` makes has run its first cell and ``ready``
+    shows; ``before(page)`` opens what must be open first."""
+    from playwright.sync_api import sync_playwright
+
+    from jupyter_browser import Server, launch, run_first_cell
+
+    _needs("lab")
+    root = Path(tempfile.mkdtemp(prefix="pagelab-bench-live-"))
+    write(root / "live.ipynb")
+    server = Server("lab", root)
+    try:
+        with sync_playwright() as pw:
+            context = launch(pw, root / ".chromium")
+            try:
+                page = context.new_page()
+                run_first_cell(page, server, "/lab/tree/live.ipynb")
+                if before:
+                    before(page)
+                page.wait_for_selector(ready, timeout=120_000)
+                time.sleep(2)  # past start-up
+                read = (
+                    f"() => [Number(document.querySelector({json.dumps(drawn)})"
+                    ".dataset.draws), performance.now()]"
+                )
+                d0, t0 = page.evaluate(read)
+                time.sleep(seconds)
+                d1, t1 = page.evaluate(read)
+            finally:
+                context.close()
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return {
+        "draws_per_s": (d1 - d0) / ((t1 - t0) / 1000),
+        "seconds": (t1 - t0) / 1000,
+        "source": "clock (browser performance.now)",
+    }
+
+
+def _cell_ms(runs, setup, teardown=None):
+    """Median wall time of an empty cell in an in-process IPython shell (pagelab's extension
+    loaded), without and then with ``setup(ip)`` applied: (plain ms, with ms, what setup
+    printed)."""
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "pagelab")
+
+    def timed(cell):
+        out = []
+        for _ in range(runs):
+            with contextlib.redirect_stdout(io.StringIO()):
+                t0 = time.perf_counter()
+                cell()
+                out.append(time.perf_counter() - t0)
+        return statistics.median(out) * 1e3
+
+    plain = timed(lambda: ip.run_cell("pass"))
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        cell = setup(ip)
+    try:
+        return plain, timed(cell), said.getvalue().strip()
+    finally:
+        if teardown:
+            with contextlib.redirect_stdout(io.StringIO()):
+                teardown(ip)
+
+
+# ---- the LiveCounters widget ------------------------------------------------------------------
+
+
+def browser_update_rate(seconds=10.0):
+    """Redraws per second of a 30 Hz LiveCounters in headless chromium (JupyterLab 4)."""
+    from jupyter_browser import FAULTER, TOTAL, write_notebook
+
+    _needs("lab")
+    faulter = subprocess.Popen([sys.executable, "-c", FAULTER])
+    try:
+        out = _browser_draws(
+            lambda path: write_notebook(path, faulter.pid, interval_ms=WIDGET_MS),
+            TOTAL,
+            '[data-pagelab="livecounters"]',
+            seconds,
+        )
+    finally:
+        faulter.kill()
+        faulter.wait()
+    return {**out, "asked_hz": 1000 / WIDGET_MS}
+
+
 def _timed_child(watch, reps):
     from pagelab import LiveCounters
 
@@ -49,10 +175,8 @@ def _timed_child(watch, reps):
     )
     widget = None
     if watch:
-        widget = LiveCounters(["page-faults", "context-switches", "task-clock"], proc.pid, 33)
-        widget.send = lambda *a, **k: (
-            None
-        )  # no front end: the cost on the watched side is what counts
+        widget = LiveCounters(WATCHED, proc.pid, WIDGET_MS)
+        widget.send = lambda *a, **k: None  # no front end: the watched side's cost is what counts
     try:
         proc.stdin.write("go\n")
         proc.stdin.flush()
@@ -71,7 +195,7 @@ def _sample_cpu_us(n=2000):
     from pagelab import LiveCounters
 
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    widget = LiveCounters(["page-faults", "context-switches", "task-clock"], proc.pid, 33, False)
+    widget = LiveCounters(WATCHED, proc.pid, WIDGET_MS, False)
     widget.send = lambda *a, **k: None
     try:
         c0 = time.process_time()
@@ -91,7 +215,7 @@ def watched_slowdown(pairs=9, reps=100):
     for i in range(pairs):
         for watch in (False, True) if i % 2 == 0 else (True, False):
             runs[watch].append(_timed_child(watch, reps))
-    out = {"pairs": pairs, "interval_ms": 33, "source": "clock"}
+    out = {"pairs": pairs, "interval_ms": WIDGET_MS, "source": "clock"}
     for k, name in enumerate(("wall", "cpu")):
         alone = statistics.median(r[k] for r in runs[False])
         watched = statistics.median(r[k] for r in runs[True])
@@ -103,93 +227,176 @@ def watched_slowdown(pairs=9, reps=100):
 
 def counters_magic_cost(runs=200):
     """Median wall time of `%%counters` on an empty cell, and of the empty cell alone."""
-    from IPython.testing.globalipapp import start_ipython
-
-    ip = start_ipython()
-    ip.run_line_magic("load_ext", "pagelab")
-
-    def timed(fn):
-        out = []
-        for _ in range(runs):
-            with contextlib.redirect_stdout(io.StringIO()):
-                t0 = time.perf_counter()
-                fn()
-                out.append(time.perf_counter() - t0)
-        return statistics.median(out)
-
-    magic = timed(lambda: ip.run_cell_magic("counters", "", "pass"))
-    plain = timed(lambda: ip.run_cell("pass", silent=True))
+    plain, magic, _ = _cell_ms(runs, lambda ip: lambda: ip.run_cell_magic("counters", "", "pass"))
     return {
-        "counters_cell_ms": magic * 1e3,
-        "plain_cell_ms": plain * 1e3,
-        "cost_ms": (magic - plain) * 1e3,
+        "counters_cell_ms": magic,
+        "plain_cell_ms": plain,
+        "cost_ms": magic - plain,
         "runs": runs,
         "source": "clock",
     }
 
 
+# ---- the kernel panel and autocount -----------------------------------------------------------
+
+
+def panel_refresh_rate(seconds=10.0):
+    """Redraws per second of the kernel panel in headless chromium, asked for 10 Hz."""
+
+    from jupyter_browser import write_cells
+
+    def open_panel(page):
+        page.locator('.jp-SideBar [data-id="pagelab-kernels"]').click()
+
+    kernel = '[data-pagelab="kernel"]'
+    out = _browser_draws(
+        lambda path: write_cells(path, ["x = 1"]), kernel, kernel, seconds, open_panel
+    )
+    return {**out, "asked_hz": 1000 / PANEL_MS}
+
+
+def _cpu_s(pid):
+    from pagelab import _rusage
+
+    s = _rusage.proc_stat(pid)
+    return s["utime"] + s["stime"]
+
+
+def server_cpu_with_panel(kernels=5, seconds=10.0, rounds=3):
+    """The server's CPU (all its threads, /proc/PID/stat) in percent of one core while one
+    panel's WebSocket streams 10 Hz samples of ``kernels`` kernels, against the same server with
+    no panel open, alternating."""
+    from tornado.websocket import websocket_connect
+
+    from jupyter_browser import Server
+
+    _needs("server")
+
+    async def streamed(url):
+        ws = await websocket_connect(url)
+        seen, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            msg = await ws.read_message()
+            seen = max(seen, len(json.loads(msg)["kernels"]))
+        ws.close()
+        return seen
+
+    root = Path(tempfile.mkdtemp(prefix="pagelab-bench-server-"))
+    server = Server("server", root)
+    ids = []
+    try:
+        for _ in range(kernels):
+            status, k = server.api("/api/kernels", "POST", {"name": "python3"})
+            assert status == 201, status
+            ids.append(k["id"])
+        time.sleep(5)  # the kernels finish starting
+        pid = server.proc.pid
+        url = (
+            f"ws://127.0.0.1:{server.port}/pagelab/kernels/stream"
+            f"?interval_ms={PANEL_MS}&token={server.token}"
+        )
+        shares = {True: [], False: []}
+        for i in range(2 * rounds):
+            panel = i % 2 == 0
+            time.sleep(5)  # past the previous round: the watch stops after its idle time
+            c0, t0 = _cpu_s(pid), time.monotonic()
+            if panel:
+                seen = asyncio.run(streamed(url))
+                assert seen == kernels, f"the panel saw {seen} of {kernels} kernels"
+            else:
+                time.sleep(seconds)
+            shares[panel].append(100 * (_cpu_s(pid) - c0) / (time.monotonic() - t0))
+    finally:
+        for kid in ids:
+            server.api(f"/api/kernels/{kid}", "DELETE")
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    with_panel, without = statistics.median(shares[True]), statistics.median(shares[False])
+    return {
+        "kernels": kernels,
+        "asked_hz": 1000 / PANEL_MS,
+        "with_panel_cpu_percent": with_panel,
+        "without_panel_cpu_percent": without,
+        "panel_cpu_percent": with_panel - without,
+        "target_percent": 2.0,
+        "source": "rusage (/proc/PID/stat utime+stime)",
+    }
+
+
+def autocount_cost(runs=200):
+    """Median wall time of an empty cell with autocount on, and off, and the hooks' own
+    measured cost as autocount states it."""
+
+    def on(ip):
+        ip.run_line_magic("pagelab", "autocount on")
+        return lambda: ip.run_cell("pass")
+
+    off, cell_on, said = _cell_ms(
+        runs, on, lambda ip: ip.run_line_magic("pagelab", "autocount off")
+    )
+    return {
+        "cell_on_ms": cell_on,
+        "cell_off_ms": off,
+        "cost_ms": cell_on - off,
+        "stated": said,
+        "runs": runs,
+        "source": "clock",
+    }
+
+
+# ---- what `pagelab bench` reports -------------------------------------------------------------
+
+
 def rate_hz():
-    """redraws per second of a 30 Hz LiveCounters in headless chromium against a real JupyterLab
-    (wall clock of the browser; goal: at least 20)"""
-    return browser_update_rate()["draws_per_s"]
+    """redraws per second of a 30 Hz LiveCounters in headless chromium against a real
+    JupyterLab (wall clock of the browser)"""
+    d = browser_update_rate()
+    return d["draws_per_s"], {"asked_hz": d["asked_hz"], "seconds": d["seconds"]}
 
 
 def slowdown():
     """CPU time of a memory-bound process watched by a 30 Hz LiveCounters over its CPU time
-    alone, median of alternating runs (goal: at most 1.02)"""
+    alone, median of alternating runs"""
     d = watched_slowdown(pairs=5)
-    return d["cpu_watched_s"] / d["cpu_alone_s"]
-
-
-def browser_update_rate(seconds=10.0):
-    """Redraws per second of a 30 Hz LiveCounters in headless chromium (JupyterLab 4)."""
-    from jupyter_browser import (
-        FAULTER,
-        TOTAL,
-        Server,
-        launch,
-        missing_browser,
-        run_first_cell,
-        write_notebook,
-    )
-    from pagelab import PagelabError
-
-    why = missing_browser()
-    if why:
-        raise PagelabError(why)
-    from playwright.sync_api import sync_playwright
-
-    root = Path(tempfile.mkdtemp(prefix="pagelab-bench-live-"))
-    faulter = subprocess.Popen([sys.executable, "-c", FAULTER])
-    write_notebook(root / "live.ipynb", faulter.pid, interval_ms=33)
-    server = Server("lab", root)
-    try:
-        with sync_playwright() as pw:
-            context = launch(pw, root / ".chromium")
-            try:
-                page = context.new_page()
-                run_first_cell(page, server, "/lab/tree/live.ipynb")
-                page.wait_for_selector(TOTAL, timeout=120_000)
-                time.sleep(2)  # past start-up
-                read = (
-                    "() => [Number(document.querySelector('[data-pagelab]').dataset.draws),"
-                    " performance.now()]"
-                )
-                d0, t0 = page.evaluate(read)
-                time.sleep(seconds)
-                d1, t1 = page.evaluate(read)
-            finally:
-                context.close()
-    finally:
-        server.stop()
-        faulter.kill()
-        faulter.wait()
-    return {
-        "draws_per_s": (d1 - d0) / ((t1 - t0) / 1000),
-        "asked_hz": 30,
-        "seconds": (t1 - t0) / 1000,
-        "source": "clock (browser performance.now)",
+    return d["cpu_watched_s"] / d["cpu_alone_s"], {
+        "wall_slowdown_percent": d["wall_slowdown_percent"],
+        "watcher_cpu_us_per_sample": d["watcher_cpu_us_per_sample"],
     }
+
+
+def panel_refresh_hz():
+    """redraws per second of the lab's kernel panel at its 10 Hz setting, in headless chromium
+    against a real JupyterLab (wall clock of the browser)"""
+    d = panel_refresh_rate()
+    return d["draws_per_s"], {"asked_hz": d["asked_hz"], "seconds": d["seconds"]}
+
+
+def panel_server_cpu_percent():
+    """CPU of a real jupyter server (all threads, /proc/PID/stat utime+stime) in percent of one
+    core while a kernel panel's WebSocket streams 5 kernels at 10 Hz; median of rounds
+    alternating with no panel open"""
+    d = server_cpu_with_panel()
+    return d["with_panel_cpu_percent"], {
+        "without_panel_cpu_percent": d["without_panel_cpu_percent"],
+        "kernels": d["kernels"],
+        "source": "rusage",
+    }
+
+
+def autocount_ms():
+    """wall time autocount adds to an empty cell (median with `%pagelab autocount on` minus
+    median without, in an in-process IPython shell)"""
+    d = autocount_cost()
+    return d["cost_ms"], {"cell_off_ms": d["cell_off_ms"], "stated": d["stated"]}
+
+
+FIGURES = {
+    "live.rate_hz": rate_hz,
+    "live.slowdown": slowdown,
+    "panel.refresh_hz": panel_refresh_hz,
+    "panel.server_cpu_percent": panel_server_cpu_percent,
+    "panel.autocount_ms": autocount_ms,
+}
 
 
 def main():
@@ -197,6 +404,9 @@ def main():
         "browser_update_rate": browser_update_rate(),
         "watched_slowdown": watched_slowdown(),
         "counters_magic_cost": counters_magic_cost(),
+        "autocount_cost": autocount_cost(),
+        "server_cpu_with_panel": server_cpu_with_panel(),
+        "panel_refresh_rate": panel_refresh_rate(),
     }
     print(json.dumps(results, indent=2))
 

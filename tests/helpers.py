@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -31,6 +32,17 @@ def run(cmd, **kw):
     """Run a command, capturing text output; never raises on a non-zero exit."""
     kw.setdefault("timeout", 120)
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def stop_group(proc):
+    """SIGTERM to the process group ``proc`` leads (SIGKILL if it lingers 30 s); its output."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        out, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+    return out
 
 
 def json_document(text, kind):

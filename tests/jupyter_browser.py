@@ -62,26 +62,35 @@ def launch(pw, profile_dir):
     )
 
 
-def run_first_cell(page, server, path):
-    """Open the notebook at ``path`` (a /lab/tree/... or /notebooks/... URL path) and run its
-    first cell once its kernel is idle."""
+def open_notebook(page, server, path):
+    """Open the notebook at ``path`` (a /lab/tree/... or /notebooks/... URL path); returns its
+    first cell's editor once the kernel is idle."""
     page.goto(server.url(path), timeout=120_000)
     editor = page.locator(".jp-Cell .jp-InputArea-editor").first
     editor.wait_for(timeout=120_000)
     server.wait_for_idle_kernel()
-    editor.click()
+    return editor
+
+
+def run_first_cell(page, server, path):
+    """Open the notebook at ``path`` and run its first cell once its kernel is idle."""
+    open_notebook(page, server, path).click()
     page.keyboard.press("Shift+Enter")
 
 
-def write_notebook(path, pid, interval_ms=33):
-    """A notebook whose one cell shows LiveCounters on ``pid``."""
-    cell = (
+def live_cell(pid, interval_ms=33):
+    """A cell showing LiveCounters on ``pid``."""
+    return (
         "import pagelab\n"
         f"w = pagelab.LiveCounters(['page-faults', 'context-switches'], target={pid},"
         f" interval_ms={interval_ms})\n"
         "w"
     )
-    write_cells(path, [cell])
+
+
+def write_notebook(path, pid, interval_ms=33):
+    """A notebook whose one cell shows LiveCounters on ``pid``."""
+    write_cells(path, [live_cell(pid, interval_ms)])
 
 
 def write_cells(path, sources):
@@ -109,19 +118,29 @@ def write_cells(path, sources):
 
 class Server:
     """A Jupyter server (`jupyter lab`, `notebook` or `server`) on its own port, token and root,
-    with pagelab's server extension enabled by the config file the wheel ships."""
+    with pagelab's server extension enabled by the config file the wheel ships, and the user's
+    lab settings ``{plugin id: values}`` as if set in the Settings Editor. ``launcher`` runs the
+    server (and so its kernels) under a command such as the seccomp launcher pl-noperf."""
 
-    def __init__(self, app, root, args=(), env=None):
+    def __init__(self, app, root, args=(), env=None, lab_settings=None, launcher=()):
         self.port, self.token = free_port(), secrets.token_hex(16)
         env = dict(os.environ) | (env or {})
         for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR"):
             env[var] = str(root / f".{var.lower()}")
+        for plugin, values in (lab_settings or {}).items():
+            package, name = plugin.split(":")
+            settings = (
+                Path(env["JUPYTERLAB_SETTINGS_DIR"]) / package / f"{name}.jupyterlab-settings"
+            )
+            settings.parent.mkdir(parents=True, exist_ok=True)
+            settings.write_text(json.dumps(values))
         env["JUPYTERLAB_WORKSPACES_DIR"] = str(root / ".workspaces")
         self.runtime_dir = Path(env["JUPYTER_RUNTIME_DIR"])
         config = Path(env["JUPYTER_CONFIG_DIR"]) / SERVER_CONFIG.parent.name
         config.mkdir(parents=True, exist_ok=True)
         shutil.copy(SERVER_CONFIG, config)
         argv = [
+            *launcher,
             str(Path(sys.executable).with_name("jupyter")),
             app,
             "--no-browser",

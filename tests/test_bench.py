@@ -3,13 +3,15 @@ No test here checks a figure against a goal: performance targets live in the ben
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from helpers import ROOT, run
-from pagelab import _bench
+from pagelab import _bench, _run, _worker, _workloads
+from pagelab._junit import nbval_outcomes
 
 KEYS = {
     "import_s",
@@ -30,7 +32,12 @@ KEYS = {
     "fidelity.ratio.first_touch",
     "live.rate_hz",
     "live.slowdown",
+    "panel.refresh_hz",
+    "panel.server_cpu_percent",
+    "panel.autocount_ms",
 }
+FULL_KEYS = KEYS | {"run_all_s", "nbval_s.all"}  # only without --fast
+SOURCES = {"clock", "rusage"}
 
 
 def _doc():
@@ -38,7 +45,7 @@ def _doc():
     figures = {
         "import_s": _bench._figure(0.02, "s", "import", "cmd a", goal=0.05, higher_is_better=False),
         "sim.accesses_per_s.new_line": _bench._figure(3e7, "accesses/s", "new", "cmd b", goal=1e8),
-        "live.rate_hz": _bench._unavailable("Hz", "rate", _bench.UNAVAILABLE_LIVE),
+        "live.rate_hz": _bench._unavailable("Hz", "rate", _bench.FAST_LIVE),
     }
     return {
         "bench": "pagelab",
@@ -66,7 +73,7 @@ def test_goals_are_judged_in_the_right_direction():
     f = _doc()["figures"]
     assert f["import_s"]["met"] is True and f["import_s"]["better"] == "lower"
     assert f["sim.accesses_per_s.new_line"]["met"] is False
-    assert f["live.rate_hz"]["value"] is None and "bench_live.py" in f["live.rate_hz"]["reason"]
+    assert f["live.rate_hz"]["value"] is None and "--fast" in f["live.rate_hz"]["reason"]
 
 
 def test_pyperf_suite_is_read_by_compare_to(tmp_path):
@@ -98,8 +105,59 @@ def test_performance_md_lists_every_figure_and_explains_misses():
         assert f"| `{key}` |" in md
     assert "`cmd a`" in md and "<= 0.05 met" in md and ">= 1e+08 **missed**" in md
     assert "- `sim.accesses_per_s.new_line`: 3e+07 accesses/s" in md and "pl_lru_access" in md
-    assert "unavailable: bench/bench_live.py" in md
-    assert "csim-ref" in md
+    assert "unavailable: --fast skips" in md
+    assert "csim-ref" in md and "What the fidelity ratios mean" in md
+
+
+@pytest.mark.slow
+def test_standalone_harness_runs_the_workload_the_worker_runs(tmp_path):
+    """fidelity.ratio's standalone side: the harness built from csrc/ runs a workload of the C
+    table with given parameters and reports the same timed regions as the worker does."""
+    if not shutil.which("cc"):
+        pytest.skip("no C compiler (cc) here")
+    b = _bench._Bench(True, lambda msg: None)
+    b.tmp = tmp_path
+    exe, why = b.harness()
+    assert exe is not None, why
+    p = _workloads.validate("cache", {"size_mb": 1, "sets": 16, "lines": 64, "passes": 2})
+    r = run([str(exe), "cache", *map(str, p.values())])
+    assert r.returncode == 0, r.stderr
+    standalone = dict(line.split("\t") for line in r.stdout.splitlines())
+    raw = _worker.call(_run.WORKLOAD, {"name": "cache", "params": p, "events": None})
+    assert list(standalone) == [region["label"] for region in raw["regions"]]
+    assert all(float(s) > 0 for s in standalone.values())
+    bad = run([str(exe), "cache", "1"])  # a parameter short: usage, no run
+    assert bad.returncode == 2 and "usage" in bad.stderr
+
+
+def test_nbval_outcomes_reads_cells_and_chapter_times(tmp_path):
+    """The junit reader the chapter tests and the bench share: per chapter, each cell's outcome
+    and the sum of its cells' seconds."""
+    report = tmp_path / "r.xml"
+    report.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="notebooks.01-read-a-memory-map.ipynb" name="Cell 0" time="1.5"/>'
+        '<testcase classname="notebooks.01-read-a-memory-map.ipynb" name="Cell 1" time="0.5">'
+        '<failure message="x"/></testcase>'
+        '<testcase classname="notebooks.02-measure-cache-misses.ipynb" name="Cell 0" time="2"/>'
+        "</testsuite></testsuites>"
+    )
+    outcomes, seconds = nbval_outcomes(report)
+    assert outcomes == {
+        "01-read-a-memory-map.ipynb": {"Cell 0": "passed", "Cell 1": "failure"},
+        "02-measure-cache-misses.ipynb": {"Cell 0": "passed"},
+    }
+    assert seconds == {"01-read-a-memory-map.ipynb": 2.0, "02-measure-cache-misses.ipynb": 2.0}
+
+
+def test_live_figures_are_the_bench_files_figures():
+    """Every live/panel key of `pagelab bench` names a function of bench/bench_live.py with a
+    docstring (the figure's meaning), and that file has no figure the bench leaves out."""
+    spec = importlib.util.spec_from_file_location("bench_live", ROOT / "bench/bench_live.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert set(module.FIGURES) == set(_bench.LIVE)
+    assert all(fn.__doc__.strip() for fn in module.FIGURES.values())
 
 
 @pytest.mark.slow
@@ -114,6 +172,12 @@ def test_bench_fast_json_reports_every_key(pagelab_cmd):
     assert set(doc["figures"]) >= KEYS
     for key, f in doc["figures"].items():
         assert isinstance(f["value"], (int, float)) or f["reason"], key
-        assert f["command"] and f["source"] == "clock"
+        assert f["command"] and f["source"] in SOURCES, key
     assert doc["machine"]["cpus"] >= 1 and doc["timings"]
     assert doc["figures"]["sim.vs_csimref.speedup"]["value"] is None
+    for key in _bench.LIVE:
+        assert doc["figures"][key]["reason"] == _bench.FAST_LIVE, key
+    for key in ("fidelity.ratio.cache", "fidelity.ratio.first_touch"):
+        f = doc["figures"][key]
+        if f["value"] is not None:  # a ratio of two positive times, each a median of pairs
+            assert f["value"] > 0 and f["worker_s"] > 0 and f["standalone_s"] > 0, key

@@ -1,6 +1,7 @@
-"""LiveCounters in a real browser: Debian's chromium, driven by Playwright, against a real
-JupyterLab (and Notebook 7) server that the test starts and stops. The notebook shows a widget
-watching a process that keeps faulting; the page-faults total drawn must grow."""
+"""LiveCounters and the kernel panel in a real browser: Debian's chromium, driven by Playwright,
+against a real JupyterLab (and Notebook 7) server that each test starts and stops. The widget
+watches a process that keeps faulting; the panel watches the notebook's own kernel; with the
+autocount setting on, a cell gets its line of counts without the magic."""
 
 import os
 import re
@@ -8,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,13 +20,14 @@ from jupyter_browser import (
     TOTAL,
     Server,
     launch,
+    live_cell,
     missing_browser,
-    run_first_cell,
+    open_notebook,
     write_cells,
-    write_notebook,
 )
 
 ARTIFACTS = ROOT / "build" / "test-artifacts"
+PATHS = {"lab": "/lab/tree/test.ipynb", "notebook": "/notebooks/test.ipynb"}
 
 
 @pytest.fixture
@@ -36,17 +39,10 @@ def faulter():
     proc.wait()
 
 
-def _total(page):
-    return int(re.sub(r"[^0-9]", "", page.inner_text(TOTAL)))
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "app,path", [("lab", "/lab/tree/live.ipynb"), ("notebook", "/notebooks/live.ipynb")]
-)
-def test_live_counters_draw_growing_page_faults(app, path, faulter):
-    """In JupyterLab 4 and Notebook 7 the widget draws a page-faults total that grows while the
-    watched process faults, with its source tag, and a screenshot is saved."""
+@contextmanager
+def browser(app, name, cells, lab_settings=None):
+    """(server, page): a fresh `jupyter {app}` serving a notebook of these cells (PATHS[app]),
+    with these lab settings, and a chromium page; a failure saves failed-{name}.png."""
     why = missing_browser()
     if why:
         if os.environ.get("CI") == "true":
@@ -54,9 +50,9 @@ def test_live_counters_draw_growing_page_faults(app, path, faulter):
         pytest.skip(why)
     from playwright.sync_api import sync_playwright
 
-    root = Path(tempfile.mkdtemp(prefix=f"pagelab-browser-{app}-"))
-    write_notebook(root / "live.ipynb", faulter)
-    server = Server(app, root)
+    root = Path(tempfile.mkdtemp(prefix=f"pagelab-browser-{name}-"))
+    write_cells(root / "test.ipynb", cells)
+    server = Server(app, root, lab_settings=lab_settings)
     try:
         with sync_playwright() as pw:
             try:
@@ -67,35 +63,59 @@ def test_live_counters_draw_growing_page_faults(app, path, faulter):
                 pytest.skip(f"chromium did not start here: {str(e).splitlines()[0]}")
             page = context.new_page()
             try:
-                run_first_cell(page, server, path)
-                page.wait_for_function(
-                    f"() => /[0-9]/.test(document.querySelector('{TOTAL}')?.textContent ?? '')",
-                    timeout=120_000,
-                )
-                first = _total(page)
-                page.wait_for_function(
-                    f"""() => {{
-                        const t = document.querySelector('{TOTAL}')?.textContent ?? '';
-                        return Number(t.replace(/[^0-9]/g, '')) > {first};
-                    }}""",
-                    timeout=60_000,
-                )
-                second = _total(page)
-                row = page.locator('[data-counter="page-faults"]')
-                source = row.locator(".pl-source").inner_text()
-                ARTIFACTS.mkdir(parents=True, exist_ok=True)
-                shot = ARTIFACTS / f"live-counters-{app}.png"
-                page.locator('[data-pagelab="livecounters"]').screenshot(path=str(shot))
-                print(f"screenshot: {shot}; page-faults drawn {first:,} then {second:,}")
+                yield server, page
             except Exception:
-                ARTIFACTS.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(ARTIFACTS / f"failed-{app}.png"))
+                screenshot(page, f"failed-{name}")
                 raise
             finally:
                 context.close()
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def screenshot(what, name):
+    """A screenshot of a page or a locator under build/test-artifacts/; returns its path."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / f"{name}.png"
+    what.screenshot(path=str(shot))
+    return shot
+
+
+def _digits(selector):
+    return f"() => /[0-9]/.test(document.querySelector('{selector}')?.textContent ?? '')"
+
+
+def _at_least(selector, n):
+    return f"""() => {{
+        const t = document.querySelector('{selector}')?.textContent ?? '';
+        return /[0-9]/.test(t) && Number(t.replace(/[^0-9]/g, '')) >= {n};
+    }}"""
+
+
+def _number(page, selector):
+    return int(re.sub(r"[^0-9]", "", page.inner_text(selector)))
+
+
+def _run(editor, page):
+    editor.click()
+    page.keyboard.press("Shift+Enter")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("app", ["lab", "notebook"])
+def test_live_counters_draw_growing_page_faults(app, faulter):
+    """In JupyterLab 4 and Notebook 7 the widget draws a page-faults total that grows while the
+    watched process faults, with its source tag, and a screenshot is saved."""
+    with browser(app, f"live-{app}", [live_cell(faulter)]) as (server, page):
+        _run(open_notebook(page, server, PATHS[app]), page)
+        page.wait_for_function(_digits(TOTAL), timeout=120_000)
+        first = _number(page, TOTAL)
+        page.wait_for_function(_at_least(TOTAL, first + 1), timeout=60_000)
+        second = _number(page, TOTAL)
+        source = page.inner_text('[data-counter="page-faults"] .pl-source')
+        shot = screenshot(page.locator('[data-pagelab="livecounters"]'), f"live-counters-{app}")
+        print(f"screenshot: {shot}; page-faults drawn {first:,} then {second:,}")
     assert second > first
     assert source in ("sw", "rusage")
 
@@ -111,140 +131,89 @@ TOUCH_256M = (
 )
 AT_LEAST = 60_000
 AUTOCOUNT_LINE = re.compile(r"^pagelab: .*\bminflt ([0-9,]+) \(rusage\)", re.M)
+STATUS = '[data-pagelab="kernel-status"]'
 
 
-def _panel_total(kernel_id):
-    return (
-        f'[data-pagelab="kernel"][data-kernel="{kernel_id}"] [data-counter="page-faults"] .pl-total'
-    )
-
-
-def _number(page, selector):
-    text = page.inner_text(selector)
-    return int(re.sub(r"[^0-9]", "", text)) if re.search(r"[0-9]", text) else None
+def _open_panel(page, server, app):
+    """Open the kernel panel (Lab: its side-bar tab; Notebook 7: View > Left Sidebar) and wait
+    for the notebook's kernel to show a page-faults total; returns (kernel id, selector)."""
+    if app == "lab":
+        page.locator('.jp-SideBar [data-id="pagelab-kernels"]').click()
+    else:
+        page.get_by_text("View", exact=True).first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Left Sidebar").first.hover()
+        page.locator(".lm-Menu-itemLabel", has_text="pagelab").first.click()
+    kernel_id = server.api("/api/sessions")[1][0]["kernel"]["id"]
+    total = f'[data-pagelab="kernel"][data-kernel="{kernel_id}"] [data-counter="page-faults"]'
+    page.wait_for_function(_digits(f"{total} .pl-total"), timeout=120_000)
+    return kernel_id, total
 
 
 @pytest.mark.slow
-def test_kernel_panel_and_autocount_see_a_256_mib_cell():
-    """In JupyterLab 4 the kernel panel's page-faults total for the notebook's kernel rises by
-    at least 60,000 when a cell touches 256 MiB, the cell's autocount line shows at least
-    60,000 minflt, the status bar shows the kernel's RSS, and a screenshot is saved."""
-    why = missing_browser()
-    if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true and no browser: {why}")
-        pytest.skip(why)
-    from playwright.sync_api import sync_playwright
-
-    root = Path(tempfile.mkdtemp(prefix="pagelab-browser-panel-"))
-    write_cells(root / "panel.ipynb", ["%load_ext pagelab\n%pagelab autocount on", TOUCH_256M])
-    server = Server("lab", root)
-    try:
-        with sync_playwright() as pw:
-            try:
-                context = launch(pw, root / ".chromium")
-            except Exception as e:
-                if os.environ.get("CI") == "true":
-                    raise
-                pytest.skip(f"chromium did not start here: {str(e).splitlines()[0]}")
-            page = context.new_page()
-            try:
-                run_first_cell(page, server, "/lab/tree/panel.ipynb")
-                page.locator(".jp-OutputArea-output", has_text="autocount on").wait_for(
-                    timeout=120_000
-                )
-                kernel_id = server.api("/api/sessions")[1][0]["kernel"]["id"]
-                page.locator('.jp-SideBar [data-id="pagelab-kernels"]').click()
-                total = _panel_total(kernel_id)
-                page.wait_for_function(
-                    f"() => /[0-9]/.test(document.querySelector('{total}')?.textContent ?? '')",
-                    timeout=120_000,
-                )
-                before = _number(page, total)
-                page.keyboard.press("Shift+Enter")  # the second cell: touch 256 MiB
-                page.wait_for_function(
-                    f"""() => {{
-                        const t = document.querySelector('{total}')?.textContent ?? '';
-                        return Number(t.replace(/[^0-9]/g, '')) >= {before + AT_LEAST};
-                    }}""",
-                    timeout=180_000,
-                )
-                after = _number(page, total)
-                # the second cell's own line (the first cell's "autocount on" names minflt too)
-                line = page.locator(".jp-OutputArea-output", has_text=AUTOCOUNT_LINE).last
-                line.wait_for(timeout=120_000)
-                cell_text = line.inner_text()
-                status = page.locator('[data-pagelab="kernel-status"]').inner_text()
-                source = page.inner_text(
-                    f'[data-kernel="{kernel_id}"] [data-counter="page-faults"] .pl-source'
-                )
-                ARTIFACTS.mkdir(parents=True, exist_ok=True)
-                shot = ARTIFACTS / "kernel-panel-lab.png"
-                page.screenshot(path=str(shot))
-                print(f"screenshot: {shot}; panel page-faults {before:,} -> {after:,}")
-                print(f"cell line: {cell_text.strip()}; status bar: {status}")
-            except Exception:
-                ARTIFACTS.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(ARTIFACTS / "failed-kernel-panel.png"))
-                raise
-            finally:
-                context.close()
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
+def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
+    """In JupyterLab 4 with the autocount setting on (no magic typed), the status bar says the
+    notebook's kernel counts per cell; a cell touching 256 MiB then raises the panel's page-faults
+    total for that kernel by at least 60,000 and gets a line showing at least 60,000 minflt; the
+    status bar shows the kernel's RSS; a screenshot is saved; with the setting turned off in the
+    Settings Editor the next cell gets no line."""
+    settings = {"pagelab:plugin": {"autocount": True}}
+    with browser("lab", "kernel-panel", [TOUCH_256M], settings) as (server, page):
+        editor = open_notebook(page, server, PATHS["lab"])
+        # the setting's silent `%pagelab autocount on` has been answered: the cell comes after it
+        page.wait_for_function(
+            f"() => /per-cell counts$/.test(document.querySelector('{STATUS}')?.textContent)",
+            timeout=120_000,
+        )
+        _, row = _open_panel(page, server, "lab")
+        before = _number(page, f"{row} .pl-total")
+        _run(editor, page)
+        page.wait_for_function(_at_least(f"{row} .pl-total", before + AT_LEAST), timeout=180_000)
+        after = _number(page, f"{row} .pl-total")
+        line = page.locator(".jp-OutputArea-output", has_text=AUTOCOUNT_LINE)
+        line.wait_for(timeout=120_000)
+        cell_text = line.inner_text()
+        status = page.inner_text(STATUS)
+        source = page.inner_text(f"{row} .pl-source")
+        shot = screenshot(page, "kernel-panel-lab")
+        print(f"screenshot: {shot}; panel page-faults {before:,} -> {after:,}")
+        print(f"cell line: {cell_text.strip()}; status bar: {status}")
+        lines_after_off = _turn_autocount_off_and_run_a_cell(page)
     assert after - before >= AT_LEAST
     assert source in ("sw", "rusage")
     m = AUTOCOUNT_LINE.search(cell_text)
     assert m and int(m.group(1).replace(",", "")) >= AT_LEAST, cell_text
     assert "RSS" in status and "MiB" in status
+    assert lines_after_off == 1  # the 256 MiB cell's line, and none under the later cell
+
+
+def _turn_autocount_off_and_run_a_cell(page):
+    """Untick "Counts under every cell" in the Settings Editor, as a user would, then run a
+    second cell once the status bar no longer says "per-cell counts" (the off request is on its
+    way, ahead of the cell); returns how many autocount lines the notebook shows then."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()
+    page.locator(".lm-Menu-itemLabel", has_text="Settings Editor").click()
+    page.locator(".jp-PluginList-entry", has_text="pagelab kernel counters").click()
+    page.locator('input[id$="pagelab:plugin_autocount"]').uncheck()
+    page.wait_for_function(
+        f"() => !/per-cell/.test(document.querySelector('{STATUS}')?.textContent)",
+        timeout=60_000,
+    )
+    page.locator(".lm-TabBar-tab", has_text="test.ipynb").click()
+    editor = page.locator(".jp-Cell .jp-InputArea-editor").nth(1)
+    editor.click()
+    page.keyboard.type("y = 2")
+    page.keyboard.press("Shift+Enter")
+    page.locator(".jp-InputPrompt", has_text="[2]:").wait_for(timeout=120_000)
+    return page.locator(".jp-OutputArea-output", has_text=AUTOCOUNT_LINE).count()
 
 
 @pytest.mark.slow
 def test_kernel_panel_opens_in_notebook_7():
     """In Notebook 7 the kernel panel opens from View > Left Sidebar and shows the notebook's
     kernel with a page-faults total and its source (Notebook 7 has no status bar)."""
-    why = missing_browser()
-    if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true and no browser: {why}")
-        pytest.skip(why)
-    from playwright.sync_api import sync_playwright
-
-    root = Path(tempfile.mkdtemp(prefix="pagelab-browser-panel-nb7-"))
-    write_cells(root / "panel.ipynb", ["x = 1"])
-    server = Server("notebook", root)
-    try:
-        with sync_playwright() as pw:
-            try:
-                context = launch(pw, root / ".chromium")
-            except Exception as e:
-                if os.environ.get("CI") == "true":
-                    raise
-                pytest.skip(f"chromium did not start here: {str(e).splitlines()[0]}")
-            page = context.new_page()
-            try:
-                run_first_cell(page, server, "/notebooks/panel.ipynb")
-                kernel_id = server.api("/api/sessions")[1][0]["kernel"]["id"]
-                page.get_by_text("View", exact=True).first.click()
-                page.locator(".lm-Menu-itemLabel", has_text="Left Sidebar").first.hover()
-                page.locator(".lm-Menu-itemLabel", has_text="pagelab").first.click()
-                total = _panel_total(kernel_id)
-                page.wait_for_function(
-                    f"() => /[0-9]/.test(document.querySelector('{total}')?.textContent ?? '')",
-                    timeout=120_000,
-                )
-                source = page.inner_text(
-                    f'[data-kernel="{kernel_id}"] [data-counter="page-faults"] .pl-source'
-                )
-                ARTIFACTS.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(ARTIFACTS / "kernel-panel-notebook.png"))
-            except Exception:
-                ARTIFACTS.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(ARTIFACTS / "failed-kernel-panel-notebook.png"))
-                raise
-            finally:
-                context.close()
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    with browser("notebook", "kernel-panel-notebook", ["x = 1"]) as (server, page):
+        _run(open_notebook(page, server, PATHS["notebook"]), page)
+        _, row = _open_panel(page, server, "notebook")
+        source = page.inner_text(f"{row} .pl-source")
+        print(f"screenshot: {screenshot(page, 'kernel-panel-notebook')}")
     assert source in ("sw", "rusage")

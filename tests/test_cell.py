@@ -40,3 +40,36 @@ def test_no_simulation_says_why():
     text = str(r)
     assert text.startswith("all of main(), compiled -O2")
     assert "simulated: the simulated C cell crashed with SIGSEGV" in text
+
+
+FLOOD_AND_FILE = r"""
+#include <stdio.h>
+#include <string.h>
+
+int main(void)
+{
+    static char block[1 << 20];
+    memset(block, 'x', sizeof block);
+    FILE *f = fopen("big.bin", "wb");
+    size_t wrote = 0;
+    for (int i = 0; f && i < 4; i++)
+        wrote += fwrite(block, 1, sizeof block, f);
+    int closed = f ? fclose(f) : -1;
+    fprintf(stderr, "file: %zu bytes, fclose %d\n", wrote, closed);
+    for (int i = 0; i < 3 * 1024; i++)
+        printf("%1023d\n", i);
+    return closed == 0 && wrote == 4u << 20 ? 0 : 1;
+}
+"""
+
+
+def test_output_is_capped_but_files_the_cell_writes_are_not():
+    """A cell's printf output is kept up to OUTPUT_LIMIT and the cut is noted (3 MiB printed, the
+    worker survives), while a 4 MiB file the cell writes itself is written whole (main gives 0)."""
+    from pagelab import _cell
+
+    r = _cell.run(FLOOD_AND_FILE, sim=False)
+    assert r.status == 0, r
+    assert len(r.stdout.encode()) == _cell.OUTPUT_LIMIT
+    assert r.stdout.startswith(" " * 1022 + "0\n")
+    assert f"the cell's output was cut at {_cell.OUTPUT_LIMIT >> 10} KiB" in r.notes

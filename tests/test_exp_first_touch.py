@@ -59,3 +59,13 @@ def test_blocked_profile_uses_rusage(tools_dir, pagelab_cmd):
     assert first["faults_per_page"]["source"] == "rusage"
     claim = next(c for c in doc["claims"] if c["id"] == "first-touch-fault-per-page")
     assert claim["holds"] is True and "rusage" in claim["evidence"]
+
+
+def test_figure_shows_zero_bars(result):
+    """The fault bars sit on linear axes and are labelled with their values, so a zero (the
+    second touch) is drawn and read as a zero, never hidden by a log axis."""
+    fig = result.figure()
+    assert all(axis.type != "log" for axis in (fig.layout.yaxis, fig.layout.yaxis2))
+    faults = fig.data[0]
+    i = list(faults.x).index("second touch")
+    assert faults.y[i] == 0 and faults.text[i].startswith("0 (")

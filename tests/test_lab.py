@@ -3,7 +3,6 @@ JupyterLab, checked headless over HTTP."""
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -11,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from helpers import ROOT, run
+from helpers import ROOT, run, stop_group
 from pagelab._lab import sync_chapters
 
 
@@ -52,12 +51,7 @@ def test_make_lab_serves_jupyterlab(tmp_path):
         assert {p.name for p in (ROOT / "notebooks").glob("*.ipynb")} <= listing
         assert "conftest.py" not in listing  # the copy, not the checkout's notebooks/
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            out, _ = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
+        out = stop_group(proc)
     assert "Jupyter Server" in out and "is running at" in out
 
 

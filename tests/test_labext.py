@@ -26,7 +26,8 @@ def test_only_version_ts_reads_package_json():
 
 def test_front_end_typechecks_and_its_specs_pass():
     """The TypeScript type-checks (tsc --strict) and the front-end unit specs (formatting, rates,
-    sparklines, unavailable counters, escaping, throttling) pass under vitest."""
+    sparklines, unavailable counters, escaping, throttling, the autocount setting's kernel
+    states) pass under vitest."""
     if not (LABEXT / "node_modules" / ".bin" / "vitest").exists() or not shutil.which("node"):
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true but labext/node_modules is missing: run `make setup`")
@@ -45,11 +46,13 @@ def test_bundle_is_built_with_this_version():
 
 def test_lab_extension_is_prebuilt_with_this_version_and_its_settings():
     """The prebuilt JupyterLab extension (pagelab/labextension) carries the package version,
-    its federated entry point and the settings schema."""
+    its federated entry point and the settings schema, autocount off unless the user turns it
+    on."""
     built = ROOT / "pylib" / "pagelab" / "labextension"
     assert (built / "package.json").exists(), "run `make setup` to build the lab extension"
     package = json.loads((built / "package.json").read_text())
     assert package["name"] == "pagelab" and package["version"] == pagelab.__version__
     assert (built / package["jupyterlab"]["_build"]["load"]).is_file()
     schema = json.loads((built / "schemas" / "pagelab" / "plugin.json").read_text())
-    assert {"refreshMs", "events"} <= set(schema["properties"])
+    assert {"refreshMs", "events", "statusBar", "autocount"} <= set(schema["properties"])
+    assert schema["properties"]["autocount"]["default"] is False

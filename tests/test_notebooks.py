@@ -7,12 +7,12 @@ import re
 import shutil
 import sys
 import tempfile
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from helpers import NOBODY, ROOT, run, run_as_nobody
+from pagelab._junit import nbval_outcomes
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CHECK = "# NBVAL_CHECK_OUTPUT"
@@ -39,17 +39,6 @@ def expected_items():
         for nb in NOTEBOOKS
         if nb.name not in skipped
     }
-
-
-def nbval_outcomes(report):
-    """{chapter: {cell: outcome}} and {chapter: seconds} from a junit report of an nbval run."""
-    outcomes, seconds = {}, {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        chapter = case.get("classname", "").rsplit(".", 1)[0].split(".")[-1] + ".ipynb"
-        kinds = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
-        outcomes.setdefault(chapter, {})[case.get("name")] = kinds[0] if kinds else "passed"
-        seconds[chapter] = seconds.get(chapter, 0.0) + float(case.get("time", 0))
-    return outcomes, seconds
 
 
 def excluded():

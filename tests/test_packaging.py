@@ -105,10 +105,16 @@ def test_binder_uses_the_same_environment_and_installs_pagelab():
 
 
 def test_sdist_manifest_ships_the_sources():
-    """The sdist carries csrc/, the chapters and labext/ (without node_modules), or the wheel
-    cannot be rebuilt from it."""
+    """The sdist carries csrc/, the chapters, labext/ (without node_modules) and jupyter-config/,
+    or the wheel cannot be rebuilt from it (tests/test_wheel.py builds one from an sdist)."""
     manifest = (ROOT / "MANIFEST.in").read_text().splitlines()
-    for line in ("graft csrc", "graft notebooks", "graft labext", "prune labext/node_modules"):
+    for line in (
+        "graft csrc",
+        "graft notebooks",
+        "graft labext",
+        "prune labext/node_modules",
+        "graft jupyter-config",
+    ):
         assert line in manifest
 
 

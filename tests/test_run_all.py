@@ -38,3 +38,28 @@ def test_run_all_covers_every_experiment_with_labelled_results(tools_dir, pagela
                 for name, metric in m["metrics"].items():
                     if metric["source"] in ("hw", "sw"):
                         assert metric["value"] is None, (r["experiment"], m["label"], name)
+
+
+def test_simulated_runs_made_ahead_are_collected_not_run_again(monkeypatch):
+    """run all's first phase: the simulated builds run before any native run, side by side,
+    and each experiment then collects its own finished run instead of starting another; an
+    experiment whose request changed since runs its simulated build afresh."""
+    from pagelab import _run, _worker
+
+    _, cache = _run._context(
+        "cache", True, None, None, {"size_mb": 1, "sets": 16, "lines": 64, "passes": 2}
+    )
+    _, latency = _run._context("latency", True, None, None, {"max_kb": 64, "loads": 1000})
+    _run._simulate_ahead([cache, latency], None)
+    assert cache.ahead[1].done() and latency.ahead[1].done()
+
+    def no_worker(*args, **kwargs):
+        raise AssertionError("another simulated run started")
+
+    monkeypatch.setattr(_worker, "call", no_worker)
+    measured, _ = cache.simulated()
+    assert any(r.source == "sim" for m in measured for r in m.metrics.values())
+    assert cache.ahead is None
+    latency.params["loads"] = 2000
+    with pytest.raises(AssertionError, match="another simulated run"):
+        latency.simulated()

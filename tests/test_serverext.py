@@ -139,11 +139,8 @@ def test_stream_needs_the_token_and_pushes_each_new_sample_once(server):
     assert len(times) >= 5 and times == sorted(set(times))
 
 
-@pytest.mark.slow
-def test_real_kernel_faults_show_with_their_sources(server):
-    """A real ipykernel that touches 64 MiB shows >= 90% of 16,384 more page faults in the
-    perf row (or its labelled rusage stand-in) and in /proc's minflt; every series has a source
-    and an unavailable one a reason."""
+def _touch_in_a_real_kernel(server):
+    """(before, after): a real ipykernel's panel entry before and after it touches 64 MiB."""
     kid = _start(server, "python3")
     client = BlockingKernelClient(connection_file=str(server.runtime_dir / f"kernel-{kid}.json"))
     client.load_connection_file()
@@ -165,6 +162,45 @@ def test_real_kernel_faults_show_with_their_sources(server):
     for name in ("page-faults", "minflt"):
         assert _last(after, name) - _last(before, name) >= 0.9 * PAGES, name
     assert _last(after, "rss") > 0 and after["pid"] > 0 and after["name"] == "python3"
+    faults = next(s for s in after["series"] if s["name"] == "page-faults")
+    added = _last(after, "page-faults") - _last(before, "page-faults")
+    print(f"page-faults +{added:,.0f} ({faults['source']}; {faults['note'] or faults['reason']})")
+    return before, after
+
+
+@pytest.mark.slow
+def test_real_kernel_faults_show_with_their_sources(server):
+    """A real ipykernel that touches 64 MiB shows >= 90% of 16,384 more page faults in the
+    perf row (or its labelled rusage stand-in) and in /proc's minflt; every series has a source
+    and an unavailable one a reason."""
+    _touch_in_a_real_kernel(server)
+
+
+@pytest.fixture(scope="module")
+def blocked_server(tools_dir):
+    """A server run under the seccomp launcher: neither it nor its kernels may perf_event_open."""
+    root = Path(tempfile.mkdtemp(prefix="pagelab-serverext-blocked-"))
+    s = Server("server", root, launcher=[str(tools_dir / "pl-noperf")])
+    yield s
+    s.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_blocked_profile_counts_from_proc_with_the_reason(blocked_server):
+    """Where seccomp denies perf_event_open, a real kernel's page faults still rise by >= 90% of
+    the 16,384 pages it touches, read from /proc/PID/stat and labelled so (source rusage, the
+    seccomp reason in the note); counters /proc cannot stand in for carry the reason and no
+    value; the server holds no perf fd."""
+    _, after = _touch_in_a_real_kernel(blocked_server)
+    series = {s["name"]: s for s in after["series"]}
+    faults = series["page-faults"]
+    assert faults["source"] == "rusage" and not faults["reason"], faults
+    assert "seccomp" in faults["note"] and "/proc/PID/stat" in faults["note"], faults
+    for name in ("context-switches", "task-clock"):
+        assert "seccomp" in series[name]["reason"], series[name]
+        assert _last(after, name) is None
+    assert _perf_fds(blocked_server.proc.pid) == 0
 
 
 def test_another_users_kernel_is_never_shown(server):

@@ -74,6 +74,38 @@ def test_parser_names_the_malformed_line(tmp_path, line, why):
     assert why in err
 
 
+@pytest.mark.parametrize(
+    "line,record",
+    [
+        ("I  10,1", "I"),  # lackey's instruction layout: the parser's shortcut
+        (" L 10,2", (lib.PL_OP_LOAD, 0x10, 2)),  # lackey's data layout: the shortcut
+        (" I 10,1", "I"),
+        ("L  10,2", (lib.PL_OP_LOAD, 0x10, 2)),
+        (" S\t10,2", (lib.PL_OP_STORE, 0x10, 2)),
+        ("I   10,1", "I"),  # three blanks: the general path
+        ("  M 10,2", (lib.PL_OP_MODIFY, 0x10, 2)),
+        ("\tL 10,2", (lib.PL_OP_LOAD, 0x10, 2)),
+        (" L  0x10,2", (lib.PL_OP_LOAD, 0x10, 2)),
+        ("IL 10,1", None),
+        (" LL 10,1", None),
+        ("I  ,1", None),
+        (" L \n", None),
+    ],
+)
+def test_parser_shortcut_for_lackey_layouts_reads_as_the_general_grammar(tmp_path, line, record):
+    """Lines in lackey's own layouts and their near misses parse as the grammar says: the same
+    record, an instruction counted, or a malformed line."""
+    p = tmp_path / "t"
+    p.write_text(line + "\n")
+    records, t = read_all(p)
+    if record is None:
+        assert t[0] == -errno.EBADMSG and t[1] == 1
+    elif record == "I":
+        assert records == [] and t.instr == 1
+    else:
+        assert records == [record]
+
+
 def test_parser_counts_lines_across_buffer_refills(tmp_path):
     """A bad line past the first 1 MiB read is reported with its true line number."""
     p = tmp_path / "big"

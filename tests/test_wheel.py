@@ -1,6 +1,11 @@
 """`pip wheel .` builds one wheel that works from a fresh venv: compiled module, front end,
 chapters, C headers, `pagelab doctor`, an experiment, and `pagelab lab` on a copied chapter.
 
+The wheel is built from a copy of the source tree without anything `make setup` builds (no
+widget bundle, no lab extension), so the build itself must make them; only labext/node_modules
+is borrowed from the checkout (a link) to spare a 400 MB `npm ci`. The sdist made from that tree
+must build a wheel too.
+
 To stay fast the fresh venv gets the wheel with --no-deps and borrows the dependencies from this
 test's venv through a .pth file (and JupyterLab's application assets through JUPYTERLAB_DIR);
 `pip check` then proves the wheel's declared dependencies are what it needs. Everything pagelab
@@ -10,10 +15,10 @@ itself provides comes from the wheel alone.
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import time
 import urllib.request
 import zipfile
@@ -21,12 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, run
+from helpers import ROOT, run, stop_group
 from test_lab import free_port
 
 pytestmark = pytest.mark.slow
 
-# Not part of a source tree: build output, caches, the development venv.
+# Not part of a source tree: build output (what `make setup` builds too), caches, the venv.
 _NOT_SOURCE = shutil.ignore_patterns(
     ".git",
     ".venv",
@@ -34,6 +39,9 @@ _NOT_SOURCE = shutil.ignore_patterns(
     "dist",
     "*.egg-info",
     "node_modules",
+    "lib",
+    "static",
+    "labextension",
     "*.so",
     "*.o",
     "__pycache__",
@@ -41,7 +49,7 @@ _NOT_SOURCE = shutil.ignore_patterns(
     ".ipynb_checkpoints",
 )
 CHAPTERS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-STATIC = ROOT / "pylib" / "pagelab" / "static"
+NODE_MODULES = ROOT / "labext" / "node_modules"
 
 
 def _require(tool):
@@ -53,20 +61,48 @@ def _require(tool):
         pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
-    """The wheel `pip wheel .` builds from a clean copy of the source tree."""
-    _require("cc")
-    tmp = tmp_path_factory.mktemp("wheel")
-    src = tmp / "src"
-    shutil.copytree(ROOT, src, ignore=_NOT_SOURCE)
+def _pip_wheel(what, cwd, out):
     p = run(
-        [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-w", tmp], cwd=src, timeout=600
+        [sys.executable, "-m", "pip", "wheel", what, "--no-deps", "-w", out], cwd=cwd, timeout=900
     )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    (built,) = tmp.glob("pagelab-*.whl")
+    (built,) = Path(out).glob("pagelab-*.whl")
     print(f"wheel {built.name}: {built.stat().st_size / 1024:.0f} KiB")
     return built
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """A copy of the source tree as a fresh clone has it, plus labext's node modules."""
+    _require("cc")
+    _require("npm")
+    if not (NODE_MODULES / ".package-lock.json").is_file():
+        pytest.skip("labext/node_modules is not installed here (make setup installs it)")
+    src = tmp_path_factory.mktemp("wheel") / "src"
+    shutil.copytree(ROOT, src, ignore=_NOT_SOURCE)
+    (src / "labext" / "node_modules").symlink_to(NODE_MODULES)
+    return src
+
+
+@pytest.fixture(scope="module")
+def wheel(source):
+    """The wheel `pip wheel .` builds from that tree (building the front ends as it goes)."""
+    return _pip_wheel(".", source, source.parent)
+
+
+def test_build_without_npm_says_what_to_install(tmp_path):
+    """From a tree without built front ends, a build on a machine without npm stops at once
+    with one message naming what to install, instead of a wheel lacking the lab extension."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=_NOT_SOURCE)
+    (tmp_path / "empty").mkdir()
+    env = {**os.environ, "PATH": str(tmp_path / "empty")}  # no npm (nor anything else) on PATH
+    p = run([sys.executable, "setup.py", "-q", "build_py"], cwd=src, env=env)
+    assert p.returncode != 0
+    message = p.stderr.strip().splitlines()[-1]
+    assert message.startswith("pagelab build: ") and "npm is missing" in message, p.stderr
+    assert "apt-get install nodejs npm" in message
+    assert not (src / "pylib" / "pagelab" / "static").exists()
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +140,17 @@ def _installed(fresh, expr):
     return Path(p.stdout.strip())
 
 
+def _lab_files(names):
+    """The wheel's lab extension and server extension config, by their installed paths."""
+    data = {n.split(".data/data/", 1)[1] for n in names if ".data/data/" in n}
+    ext = "share/jupyter/labextensions/pagelab/"
+    return {n for n in data if n.startswith(ext)}, {n for n in data if n.startswith("etc/")}
+
+
 def test_wheel_holds_the_extension_the_chapters_and_the_headers(wheel):
     """The wheel carries the compiled module, every chapter, pl_region.h, the C sources the
-    chapters show, the shipped trace and any front end."""
+    chapters show, the shipped trace, the widget bundle and the lab extension, all built by
+    `pip wheel .` itself from a tree `make setup` never ran in."""
     names = set(zipfile.ZipFile(wheel).namelist())
     assert any(n.startswith("pagelab/_native") and n.endswith(".so") for n in names)
     assert {f"pagelab/chapters/{c}" for c in CHAPTERS} <= names
@@ -114,8 +158,38 @@ def test_wheel_holds_the_extension_the_chapters_and_the_headers(wheel):
     # what the chapters show (pagelab.source) and the trace for machines without valgrind
     assert {"pagelab/csrc/counters.c", "pagelab/csrc/workloads/mountain.c"} <= names
     assert "pagelab/data/my_program.trace.gz" in names
-    for asset in sorted(STATIC.glob("*")):
-        assert f"pagelab/static/{asset.name}" in names, f"front end {asset.name} not in the wheel"
+    assert "pagelab/static/livecounters.js" in names
+    lab, config = _lab_files(names)
+    assert "share/jupyter/labextensions/pagelab/package.json" in lab
+    assert any(n.endswith("/schemas/pagelab/plugin.json") for n in lab)
+    assert any("/static/remoteEntry." in n for n in lab)
+    assert config == {"etc/jupyter/jupyter_server_config.d/pagelab.json"}
+
+
+def test_sdist_carries_the_sources_and_builds_the_same_wheel(source, wheel, tmp_path):
+    """The sdist of the built tree has labext/ (without node_modules), jupyter-config/ and the
+    built front ends, and `pip wheel` on it gives a wheel with the same lab extension."""
+    build = f"from setuptools import build_meta as b; print(b.build_sdist({str(tmp_path)!r}))"
+    p = run([sys.executable, "-c", build], cwd=source, timeout=300)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    sdist = tmp_path / p.stdout.strip().splitlines()[-1]
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    for path in (
+        "labext/package.json",
+        "labext/package-lock.json",
+        "labext/schema/plugin.json",
+        "labext/src/labplugin.ts",
+        "jupyter-config/jupyter_server_config.d/pagelab.json",
+        "pylib/pagelab/labextension/package.json",
+        "pylib/pagelab/static/livecounters.js",
+    ):
+        assert path in names, f"{path} is not in the sdist"
+    assert not any(n.startswith(("labext/node_modules", "labext/lib/")) for n in names)
+    rebuilt = _pip_wheel(str(sdist), tmp_path, tmp_path / "out")
+    assert _lab_files(zipfile.ZipFile(rebuilt).namelist()) == _lab_files(
+        zipfile.ZipFile(wheel).namelist()
+    )
 
 
 def test_fresh_venv_has_what_the_wheel_declares(fresh):
@@ -139,25 +213,23 @@ def test_installed_module_is_the_wheels_and_works(fresh):
     assert Path(where).is_relative_to(fresh.parent) and event
 
 
-def test_installed_front_end_matches_the_build(fresh):
-    """Every built front-end asset is installed byte for byte (skipped until labext builds one)."""
-    assets = sorted(STATIC.glob("*"))
-    if not assets:
-        print("SKIP: pylib/pagelab/static/ is empty in this checkout: no front end built yet")
-        pytest.skip("no front end built in this checkout (pylib/pagelab/static/ is empty)")
+def test_installed_front_ends_are_the_wheels(wheel, fresh):
+    """The widget bundle and the lab extension (the kernel panel) are installed byte for byte
+    where pagelab and JupyterLab look, with the config that enables the server extension."""
+    prefix, installed = fresh.parent, 0
     static = _installed(fresh, "pagelab._shipped._PACKAGE / 'static'")
-    for asset in assets:
-        assert (static / asset.name).read_bytes() == asset.read_bytes()
-
-
-def test_installed_lab_extension_and_server_extension_config(fresh):
-    """The wheel installs the prebuilt lab extension (the kernel panel) where JupyterLab finds
-    it and the config that enables the server extension behind it."""
-    prefix = fresh.parent
-    built = ROOT / "pylib" / "pagelab" / "labextension" / "package.json"
-    installed = prefix / "share" / "jupyter" / "labextensions" / "pagelab" / "package.json"
-    assert built.exists(), "run `make setup` to build the lab extension"
-    assert installed.read_bytes() == built.read_bytes()
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if name.startswith("pagelab/static/"):
+                target = static / name.removeprefix("pagelab/static/")
+            elif ".data/data/" in name:
+                target = prefix / name.split(".data/data/", 1)[1]
+            else:
+                continue
+            assert target.read_bytes() == z.read(name), name
+            installed += 1
+    ext = prefix / "share" / "jupyter" / "labextensions" / "pagelab" / "package.json"
+    assert json.loads(ext.read_text())["name"] == "pagelab" and installed >= 5
     config = prefix / "etc" / "jupyter" / "jupyter_server_config.d" / "pagelab.json"
     assert json.loads(config.read_text())["ServerApp"]["jpserver_extensions"] == {"pagelab": True}
 
@@ -237,12 +309,7 @@ def test_installed_lab_serves_a_copied_chapter(fresh, tmp_path):
         assert model is not None, f"no HTTP 200 on {first} (exit {proc.poll()})"
         assert page == 200 and model["type"] == "notebook"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            out, _ = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
+        out = stop_group(proc)
     copy = Path(env["PAGELAB_HOME"]) / first
     assert copy.read_bytes() == (ROOT / "notebooks" / first).read_bytes()
     assert f"chapters in {env['PAGELAB_HOME']}: added" in out

@@ -7,7 +7,11 @@
 #ifndef PL_CLASSIFY_H
 #define PL_CLASSIFY_H
 
+#include <errno.h>
 #include <stdint.h>
+
+/* Internal to the simulator: calls bind inside the module and may be inlined. */
+#pragma GCC visibility push(hidden)
 
 /* Lines per first-touch bitmap chunk: 512 bits are 64 bytes, one host cache line, and cover
  * 32 KiB of 64-byte lines, so dense traces need few chunks and sparse ones waste little. */
@@ -20,11 +24,11 @@
 struct pl_lru_slot {
     uint64_t tag;
     uint32_t node; /* node number + 1; 0 = empty */
-    uint32_t unused;
+    uint32_t home; /* the tag's home slot: deletion need not hash again */
 };
 
 struct pl_lru_node {
-    uint32_t prev, next; /* towards the head (most recent) and the tail (least recent) */
+    uint32_t prev, next; /* towards the most and the least recent line */
     uint32_t slot;       /* where the node's line sits in the hash table: deletion needs no
                             search */
     uint32_t unused;
@@ -33,13 +37,13 @@ struct pl_lru_node {
 struct pl_classifier {
     /* Shadow: a fully associative LRU list of cap lines, found through an open-addressing hash
      * table with linear probing and backward-shift deletion, at most a quarter full while the
-     * table is small enough to stay in the host's caches, at most half full beyond that. */
-    uint32_t cap, used, head, tail;
+     * table is small enough to stay in the host's caches, at most half full beyond that. Nodes
+     * 0 .. cap-1 hold lines; node cap is the sentinel of the circular list. */
+    uint32_t cap, used;
     struct pl_lru_node *node;
     struct pl_lru_slot *slot;
     uint64_t slot_mask;
-    unsigned slot_shift;  /* hash = (key * golden) >> slot_shift */
-    unsigned group_shift; /* log2 of the consecutive lines that share a hash (see classify.c) */
+    unsigned slot_shift; /* hash = (key * golden) >> slot_shift */
     /* First-touch set: chunk number -> index + 1 of its bitmap (0 = empty slot), open addressing,
      * doubled when half full; the bitmaps live in one array that also doubles. */
     uint64_t *chunk_key;
@@ -57,13 +61,104 @@ struct pl_classifier {
 int pl_classifier_init(struct pl_classifier *k, uint32_t cap);
 void pl_classifier_free(struct pl_classifier *k);
 void pl_classifier_reset(struct pl_classifier *k);
+/* --- the shadow's hot path, inline --- */
+
+/* Groups of 2^PL_LRU_GROUP_SHIFT consecutive lines hash together and sit side by side, so a
+ * sequential walk probes one host cache line per group instead of one per line, while strides
+ * (the usual conflict-miss experiments) still scatter. Even an L1's small table gains: a
+ * simulated workload's own data competes with it for the host's L1. */
+#define PL_LRU_GROUP_SHIFT 2
+#define PL_LRU_GOLDEN 0x9E3779B97F4A7C15ull /* Fibonacci hashing: 2^64 / golden ratio */
+
+/* Home slot of a line: its group's hash (the top bits of a product), then its place in the
+ * group. */
+static inline uint64_t pl_lru_home(const struct pl_classifier *k, uint64_t line)
+{
+    unsigned g = PL_LRU_GROUP_SHIFT;
+    uint64_t group = ((line >> g) * PL_LRU_GOLDEN) >> (k->slot_shift + g);
+    return (group << g | (line & ((1u << g) - 1))) & k->slot_mask;
+}
+
+/* The list is circular through the sentinel node cap: its next is the head (most recent), its
+ * prev the tail, so linking and unlinking need no tests. */
+static inline void pl_lru_unlink(struct pl_lru_node *node, uint32_t n)
+{
+    uint32_t p = node[n].prev, q = node[n].next;
+    node[p].next = q;
+    node[q].prev = p;
+}
+
+static inline void pl_lru_push_front(struct pl_lru_node *node, uint32_t sentinel, uint32_t n)
+{
+    uint32_t head = node[sentinel].next;
+    node[n].prev = sentinel;
+    node[n].next = head;
+    node[head].prev = n;
+    node[sentinel].next = n;
+}
+
+/* Look line (home slot h) up. A hit becomes the most recent line: its node + 1. A miss: 0, and
+ * *free_slot is the empty slot that ends its probe run. */
+static inline uint32_t pl_lru_find(struct pl_classifier *k, uint64_t line, uint64_t h,
+                                   uint64_t *free_slot)
+{
+    uint64_t i = h;
+    for (; k->slot[i].node; i = (i + 1) & k->slot_mask) {
+        if (k->slot[i].tag == line) {
+            uint32_t n = k->slot[i].node - 1;
+            if (k->node[k->cap].next != n) {
+                pl_lru_unlink(k->node, n);
+                pl_lru_push_front(k->node, k->cap, n);
+            }
+            return n + 1;
+        }
+    }
+    *free_slot = i;
+    return 0;
+}
+
+/* The miss path: line enters at the front, in free slot i of home h (as pl_lru_find left
+ * them), replacing the least recently used line when the list is full (*evicted). Its node. */
+uint32_t pl_lru_insert(struct pl_classifier *k, uint64_t line, uint64_t h, uint64_t i,
+                       int *evicted);
+
 /* Record an access in the shadow; 1 if the shadow held the line (a shadow hit), else 0. */
-int pl_shadow_access(struct pl_classifier *k, uint64_t line);
+static inline int pl_shadow_access(struct pl_classifier *k, uint64_t line)
+{
+    uint64_t h = pl_lru_home(k, line), i;
+    if (pl_lru_find(k, line, h, &i))
+        return 1;
+    int evicted;
+    pl_lru_insert(k, line, h, i, &evicted);
+    return 0;
+}
+
 /* The same list as an exact fully associative LRU cache in its own right: also gives the node
  * (0 .. cap-1) that holds the line now, and whether a miss replaced another line there. */
 int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted);
+
+/* The bitmap of first-touch chunk key (index + 1), created if new; 0 when out of memory. */
+uint64_t pl_seen_chunk(struct pl_classifier *k, uint64_t key);
+
 /* Mark line touched; 1 if it was touched before, 0 if this is the first time, -ENOMEM if the
- * set could not grow (the line is then not recorded). */
-int pl_seen_test_and_set(struct pl_classifier *k, uint64_t line);
+ * set could not grow (the line is then not recorded). Inline: a run of misses in one chunk
+ * costs a compare and a bit test each. */
+static inline int pl_seen_test_and_set(struct pl_classifier *k, uint64_t line)
+{
+    uint64_t key = line >> PL_SEEN_CHUNK_SHIFT;
+    uint64_t idx = k->last_idx && k->last_key == key ? k->last_idx : pl_seen_chunk(k, key);
+    if (!idx)
+        return -ENOMEM;
+    k->last_key = key;
+    k->last_idx = idx;
+    unsigned bit = (unsigned)(line & ((1u << PL_SEEN_CHUNK_SHIFT) - 1));
+    uint64_t *w = &k->bits[(idx - 1) * PL_SEEN_CHUNK_WORDS + bit / 64];
+    uint64_t m = 1ull << (bit % 64);
+    int was = (*w & m) != 0;
+    *w |= m;
+    return was;
+}
+
+#pragma GCC visibility pop
 
 #endif

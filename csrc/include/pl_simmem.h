@@ -4,6 +4,9 @@
 
 #include <stddef.h>
 
+/* Internal to the simulator: calls bind inside the module and may be inlined. */
+#pragma GCC visibility push(hidden)
+
 /* Tables at least this large are aligned to it and advised onto transparent huge pages: the
  * model touches them at random, and on 4 KiB pages a large LLC's tables would cost a host TLB
  * miss on nearly every simulated access. */
@@ -13,5 +16,7 @@
  * when n * size overflows. Release with free(). */
 void *pl_big_alloc(size_t n, size_t size);
 void *pl_big_zalloc(size_t n, size_t size);
+
+#pragma GCC visibility pop
 
 #endif

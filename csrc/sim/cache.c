@@ -20,12 +20,19 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
     while ((1u << c->plru_depth) < ways)
         c->plru_depth++;
     c->tag = pl_big_alloc(lines, sizeof *c->tag);
-    c->stamp = pl_big_alloc(lines, sizeof *c->stamp);
+    int by_age = policy == PL_POLICY_LRU || policy == PL_POLICY_FIFO;
+    int ordered = by_age && ways <= PL_CACHE_ORDER_WAYS, stamped = by_age && !ordered;
+    if (ordered)
+        c->order = pl_big_alloc(sets, sizeof *c->order);
+    if (stamped)
+        c->stamp = pl_big_alloc(lines, sizeof *c->stamp);
     c->dirty = pl_big_alloc(lines, 1);
+    c->fp = pl_big_zalloc(lines + 8, 1); /* the spare bytes past the last set are read, unused */
     c->fill = pl_big_alloc(sets, sizeof *c->fill);
     if (policy == PL_POLICY_PLRU)
         c->plru = pl_big_alloc(sets, sizeof *c->plru);
-    int ok = c->tag && c->stamp && c->dirty && c->fill && (policy != PL_POLICY_PLRU || c->plru);
+    int ok = c->tag && c->fp && (!ordered || c->order) && (!stamped || c->stamp) && c->dirty &&
+             c->fill && (policy != PL_POLICY_PLRU || c->plru);
     if (ok && sets == 1 && ways > PL_CACHE_SCAN_WAYS && policy == PL_POLICY_LRU) {
         c->fa = malloc(sizeof *c->fa);
         if (c->fa && pl_classifier_init(c->fa, ways)) {
@@ -53,6 +60,8 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
 void pl_cache_free(struct pl_cache *c)
 {
     free(c->tag);
+    free(c->fp);
+    free(c->order);
     free(c->stamp);
     free(c->dirty);
     free(c->fill);
@@ -73,7 +82,10 @@ void pl_cache_reset(struct pl_cache *c)
     uint64_t sets = c->set_mask + 1, lines = sets * c->ways;
     for (uint64_t i = 0; i < lines; i++)
         c->tag[i] = PL_NO_LINE;
-    memset(c->stamp, 0, lines * sizeof *c->stamp);
+    if (c->order)
+        memset(c->order, 0, sets * sizeof *c->order);
+    if (c->stamp)
+        memset(c->stamp, 0, lines * sizeof *c->stamp);
     memset(c->dirty, 0, lines);
     memset(c->fill, 0, sets * sizeof *c->fill);
     if (c->plru)
@@ -181,7 +193,9 @@ int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dir
         w = fill; /* free ways first, in order */
         c->fill[set] = fill + 1;
     } else {
-        if (c->policy == PL_POLICY_PLRU)
+        if (c->order)
+            w = (uint32_t)(c->order[set] >> 4 * (c->ways - 1)) & 15; /* the last in order */
+        else if (c->policy == PL_POLICY_PLRU)
             w = plru_victim(c->plru[set], c->plru_depth);
         else if (c->policy == PL_POLICY_RANDOM)
             w = random_way(c);
@@ -193,7 +207,11 @@ int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dir
     }
     uint64_t slot = base + w;
     c->tag[slot] = line;
-    c->stamp[slot] = ++c->clock;
+    c->fp[slot] = pl_cache_fingerprint(line);
+    if (c->order)
+        c->order[set] = c->order[set] << 4 | w;
+    else if (c->stamp)
+        c->stamp[slot] = ++c->clock;
     c->dirty[slot] = (uint8_t)(is_write != 0);
     if (c->policy == PL_POLICY_PLRU)
         pl_cache_plru_touch(&c->plru[set], c->plru_depth, w);

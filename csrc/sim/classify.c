@@ -5,10 +5,6 @@
 #include "pl_classify.h"
 #include "pl_simmem.h"
 
-#define NIL UINT32_MAX
-/* Fibonacci hashing: multiply by 2^64 / golden ratio, keep the top bits. */
-#define GOLDEN 0x9E3779B97F4A7C15ull
-
 static unsigned log2_ceil(uint64_t x)
 {
     unsigned b = 0;
@@ -19,24 +15,11 @@ static unsigned log2_ceil(uint64_t x)
 
 static uint64_t home(uint64_t key, unsigned shift)
 {
-    return (key * GOLDEN) >> shift;
+    return (key * PL_LRU_GOLDEN) >> shift; /* Fibonacci hashing: keep the top bits */
 }
 
-/* Home slot of a line in the shadow. In a table too big for the host's caches, groups of four
- * consecutive lines hash together and sit side by side, so a sequential walk probes one host
- * cache line per group instead of one per line, while strides (the usual conflict-miss
- * experiments) still scatter. A small table is cached anyway, and there grouping would only
- * lengthen the probe runs. */
-#define LINE_GROUP_SHIFT 2
 /* A hash table beyond this size no longer stays in a host core's L2 cache. */
 #define BIG_TABLE_BYTES (1u << 20)
-
-static uint64_t line_home(const struct pl_classifier *k, uint64_t line)
-{
-    unsigned g = k->group_shift;
-    uint64_t group = home(line >> g, k->slot_shift + g);
-    return (group << g | (line & ((1u << g) - 1))) & k->slot_mask;
-}
 
 static void free_all(struct pl_classifier *k)
 {
@@ -57,14 +40,13 @@ int pl_classifier_init(struct pl_classifier *k, uint32_t cap)
     unsigned bits = log2_ceil(4ull * cap);
     if ((sizeof *k->slot << bits) > BIG_TABLE_BYTES)
         bits--;
-    if (bits <= LINE_GROUP_SHIFT)
-        bits = LINE_GROUP_SHIFT + 1; /* line_home shifts by slot_shift + LINE_GROUP_SHIFT < 64 */
+    if (bits <= PL_LRU_GROUP_SHIFT)
+        bits = PL_LRU_GROUP_SHIFT + 1; /* pl_lru_home shifts by slot_shift + the group < 64 */
     k->cap = cap;
-    k->node = pl_big_alloc(cap, sizeof *k->node);
+    k->node = pl_big_alloc((uint64_t)cap + 1, sizeof *k->node); /* and the sentinel */
     k->slot = pl_big_alloc(1ull << bits, sizeof *k->slot);
     k->slot_mask = (1ull << bits) - 1;
     k->slot_shift = 64 - bits;
-    k->group_shift = (sizeof *k->slot << bits) >= BIG_TABLE_BYTES ? LINE_GROUP_SHIFT : 0;
     unsigned cbits = log2_ceil(PL_SEEN_INITIAL_SLOTS);
     k->chunk_key = pl_big_alloc(1ull << cbits, sizeof *k->chunk_key);
     k->chunk_idx = pl_big_alloc(1ull << cbits, sizeof *k->chunk_idx);
@@ -88,7 +70,7 @@ void pl_classifier_free(struct pl_classifier *k)
 void pl_classifier_reset(struct pl_classifier *k)
 {
     k->used = 0;
-    k->head = k->tail = NIL;
+    k->node[k->cap].prev = k->node[k->cap].next = k->cap;
     memset(k->slot, 0, (k->slot_mask + 1) * sizeof *k->slot);
     memset(k->chunk_idx, 0, (k->chunk_mask + 1) * sizeof *k->chunk_idx);
     k->chunks = 0;
@@ -97,37 +79,13 @@ void pl_classifier_reset(struct pl_classifier *k)
 
 /* --- shadow --------------------------------------------------------------------------------- */
 
-static void unlink_node(struct pl_classifier *k, uint32_t n)
-{
-    uint32_t p = k->node[n].prev, q = k->node[n].next;
-    if (p != NIL)
-        k->node[p].next = q;
-    else
-        k->head = q;
-    if (q != NIL)
-        k->node[q].prev = p;
-    else
-        k->tail = p;
-}
-
-static void push_front(struct pl_classifier *k, uint32_t n)
-{
-    k->node[n].prev = NIL;
-    k->node[n].next = k->head;
-    if (k->head != NIL)
-        k->node[k->head].prev = n;
-    k->head = n;
-    if (k->tail == NIL)
-        k->tail = n;
-}
-
 /* Empty slot i, shifting later entries of its probe run back so that no lookup ever stops
  * early at the hole; moved entries tell their nodes where they went. */
 static void slot_delete(struct pl_classifier *k, uint64_t i)
 {
     uint64_t mask = k->slot_mask;
     for (uint64_t j = (i + 1) & mask; k->slot[j].node; j = (j + 1) & mask) {
-        uint64_t h = line_home(k, k->slot[j].tag);
+        uint64_t h = k->slot[j].home;
         /* the entry at j may fill the hole at i unless its home lies cyclically in (i, j] */
         int stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
         if (!stays) {
@@ -139,47 +97,38 @@ static void slot_delete(struct pl_classifier *k, uint64_t i)
     k->slot[i].node = 0;
 }
 
-int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted)
+uint32_t pl_lru_insert(struct pl_classifier *k, uint64_t line, uint64_t h, uint64_t i, int *evicted)
 {
-    uint64_t mask = k->slot_mask;
-    uint64_t i = line_home(k, line);
-    *evicted = 0;
-    for (; k->slot[i].node; i = (i + 1) & mask) {
-        if (k->slot[i].tag == line) {
-            uint32_t n = k->slot[i].node - 1;
-            if (k->head != n) {
-                unlink_node(k, n);
-                push_front(k, n);
-            }
-            *node = n;
-            return 1;
-        }
-    }
     uint32_t n;
-    if (k->used < k->cap) {
+    *evicted = k->used == k->cap;
+    if (!*evicted) {
         n = k->used++;
     } else {
-        n = k->tail; /* the least recently used line leaves */
-        *evicted = 1;
+        n = k->node[k->cap].prev; /* the least recently used line leaves */
         slot_delete(k, k->node[n].slot);
-        unlink_node(k, n);
-        i = line_home(k, line); /* the deletion may have moved the free slot */
-        while (k->slot[i].node)
-            i = (i + 1) & mask;
+        pl_lru_unlink(k->node, n);
+        for (i = h; k->slot[i].node; i = (i + 1) & k->slot_mask)
+            ; /* the deletion may have moved the free slot */
     }
     k->slot[i].tag = line;
     k->slot[i].node = n + 1;
+    k->slot[i].home = (uint32_t)h;
     k->node[n].slot = (uint32_t)i;
-    push_front(k, n);
-    *node = n;
-    return 0;
+    pl_lru_push_front(k->node, k->cap, n);
+    return n;
 }
 
-int pl_shadow_access(struct pl_classifier *k, uint64_t line)
+int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted)
 {
-    uint32_t node;
-    int evicted;
-    return pl_lru_access(k, line, &node, &evicted);
+    uint64_t h = pl_lru_home(k, line), i;
+    uint32_t found = pl_lru_find(k, line, h, &i);
+    if (found) {
+        *node = found - 1;
+        *evicted = 0;
+        return 1;
+    }
+    *node = pl_lru_insert(k, line, h, i, evicted);
+    return 0;
 }
 
 /* --- first-touch set ------------------------------------------------------------------------ */
@@ -213,8 +162,7 @@ static int grow_chunk_table(struct pl_classifier *k)
     return 0;
 }
 
-/* Index + 1 of the bitmap of chunk key, created if new; 0 if out of memory. */
-static uint64_t chunk_of(struct pl_classifier *k, uint64_t key)
+uint64_t pl_seen_chunk(struct pl_classifier *k, uint64_t key)
 {
     uint64_t i = home(key, k->chunk_shift);
     for (; k->chunk_idx[i]; i = (i + 1) & k->chunk_mask)
@@ -240,20 +188,4 @@ static uint64_t chunk_of(struct pl_classifier *k, uint64_t key)
     k->chunk_key[i] = key;
     k->chunk_idx[i] = (uint32_t)++k->chunks;
     return k->chunks;
-}
-
-int pl_seen_test_and_set(struct pl_classifier *k, uint64_t line)
-{
-    uint64_t key = line >> PL_SEEN_CHUNK_SHIFT;
-    uint64_t idx = k->last_idx && k->last_key == key ? k->last_idx : chunk_of(k, key);
-    if (!idx)
-        return -ENOMEM;
-    k->last_key = key;
-    k->last_idx = idx;
-    unsigned bit = (unsigned)(line & ((1u << PL_SEEN_CHUNK_SHIFT) - 1));
-    uint64_t *w = &k->bits[(idx - 1) * PL_SEEN_CHUNK_WORDS + bit / 64];
-    uint64_t m = 1ull << (bit % 64);
-    int was = (*w & m) != 0;
-    *w |= m;
-    return was;
 }

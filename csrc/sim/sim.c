@@ -154,7 +154,8 @@ int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out)
 }
 
 /* Level i gets the line-aligned block [base, base + 2^span) that the level above missed. */
-static void fetch(struct pl_sim_core *k, int i, uint64_t base, unsigned span, int is_write)
+static __attribute__((noinline)) void fetch(struct pl_sim_core *k, int i, uint64_t base,
+                                            unsigned span, int is_write)
 {
     struct pl_cache *c = &k->level[i];
     uint64_t x = base >> c->shift, last = (base + ((1ull << span) - 1)) >> c->shift;
@@ -168,33 +169,64 @@ static void fetch(struct pl_sim_core *k, int i, uint64_t base, unsigned span, in
     }
 }
 
+/* The DTLB lookups of the pages [first, last], and the STLB's of the DTLB's misses. */
+static __attribute__((noinline)) void translate(struct pl_sim_core *k, uint64_t first,
+                                                uint64_t last, int is_write)
+{
+    uint8_t *dirty;
+    for (uint64_t p = first;; p++) {
+        int hit = pl_cache_access(&k->tlb[0], p, is_write, &dirty) & PL_SIM_HIT;
+        if (!hit && k->ntlbs > 1)
+            pl_cache_access(&k->tlb[1], p, is_write, &dirty);
+        if (p == last)
+            break;
+    }
+}
+
+/* The first level's lookup of one line, and the lower levels' if it misses. */
+static inline __attribute__((always_inline)) int lookup(struct pl_sim_core *k, uint64_t x,
+                                                        int is_write, uint8_t **dirty)
+{
+    struct pl_cache *l1 = &k->level[0];
+    int out = pl_cache_access(l1, x, is_write, dirty);
+    if (!(out & PL_SIM_HIT) && k->nlevels > 1)
+        fetch(k, 1, x << l1->shift, l1->shift, is_write);
+    return out;
+}
+
+/* An access that covers more than one line: each in turn. */
+static __attribute__((noinline)) int lookup_lines(struct pl_sim_core *k, uint64_t first,
+                                                  uint64_t last, int is_write, uint8_t **dirty)
+{
+    for (uint64_t x = first;; x++) {
+        int out = lookup(k, x, is_write, dirty);
+        if (x == last)
+            return out;
+    }
+}
+
 int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write)
 {
     struct pl_sim_core *k = sim->core;
     uint64_t end = addr + (size ? size - 1 : 0);
     if (end < addr)
         end = UINT64_MAX; /* an access cannot wrap around the address space */
-    uint8_t *dirty;
     if (k->ntlbs) {
-        for (uint64_t p = addr >> k->page_shift;; p++) {
-            int hit = pl_cache_access(&k->tlb[0], p, is_write, &dirty) & PL_SIM_HIT;
-            if (!hit && k->ntlbs > 1)
-                pl_cache_access(&k->tlb[1], p, is_write, &dirty);
-            if (p == end >> k->page_shift)
-                break;
-        }
+        /* the DTLB's most recently used page again: a hit that changes nothing else */
+        struct pl_cache *dtlb = &k->tlb[0];
+        uint64_t page = addr >> k->page_shift;
+        if (page == dtlb->mru_line && dtlb->mru_valid && page == end >> k->page_shift)
+            dtlb->n.reads += !is_write, dtlb->n.writes += is_write != 0;
+        else
+            translate(k, page, end >> k->page_shift, is_write);
     }
     int out = 0;
-    dirty = &k->no_line_dirty;
+    uint8_t *dirty = &k->no_line_dirty;
     if (k->nlevels) {
-        struct pl_cache *l1 = &k->level[0];
-        for (uint64_t x = addr >> l1->shift;; x++) {
-            out = pl_cache_access(l1, x, is_write, &dirty);
-            if (!(out & PL_SIM_HIT) && k->nlevels > 1)
-                fetch(k, 1, x << l1->shift, l1->shift, is_write);
-            if (x == end >> l1->shift)
-                break;
-        }
+        unsigned shift = k->level[0].shift;
+        uint64_t x = addr >> shift;
+        out = x == end >> shift ? lookup(k, x, is_write, &dirty)
+                                : lookup_lines(k, x, end >> shift, is_write, &dirty);
     }
     sim->last = end >> sim->shift;
     sim->limit = sim->gmask + 1;
@@ -202,17 +234,48 @@ int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_
     return out;
 }
 
+/* pl_sim_access over arrays, with the fast-path state in locals: through sim, every store to
+ * *last_dirty (a uint8_t, which may alias anything) would force the state to be reloaded. op and
+ * size are constant NULLs in the specialised copies, so the common loops test nothing per access
+ * but the fast path. */
+PL_HOT void access_run(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,
+                       const uint32_t *size, size_t n, uint8_t op_all, uint32_t size_all)
+{
+    const unsigned shift = sim->shift;
+    const uint64_t gmask = sim->gmask;
+    uint64_t last = sim->last, limit = sim->limit, fast[2] = {0, 0};
+    uint8_t *last_dirty = sim->last_dirty;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t o = op ? op[i] : op_all;
+        uint64_t a = addr[i], sz = size ? size[i] : size_all;
+        for (int w = 0; w < 2; w++) {
+            if (!(w ? o == PL_OP_STORE || o == PL_OP_MODIFY : o == PL_OP_LOAD || o == PL_OP_MODIFY))
+                continue;
+            if ((a >> shift) == last && (a & gmask) + sz - 1 < limit) {
+                fast[w]++;
+                if (w)
+                    *last_dirty = 1;
+                continue;
+            }
+            pl_sim_access_slow(sim, a, (uint32_t)sz, w);
+            last = sim->last;
+            limit = sim->limit;
+            last_dirty = sim->last_dirty;
+        }
+    }
+    sim->fast[0] += fast[0];
+    sim->fast[1] += fast[1];
+}
+
 void pl_sim_access_array(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,
                          const uint32_t *size, size_t n, uint8_t op_all, uint32_t size_all)
 {
-    for (size_t i = 0; i < n; i++) {
-        uint8_t o = op ? op[i] : op_all;
-        uint32_t sz = size ? size[i] : size_all;
-        if (o == PL_OP_LOAD || o == PL_OP_MODIFY)
-            pl_sim_access(sim, addr[i], sz, 0);
-        if (o == PL_OP_STORE || o == PL_OP_MODIFY)
-            pl_sim_access(sim, addr[i], sz, 1);
-    }
+    if (!op && !size)
+        access_run(sim, addr, NULL, NULL, n, op_all, size_all);
+    else if (!op)
+        access_run(sim, addr, NULL, size, n, op_all, size_all);
+    else
+        access_run(sim, addr, op, size, n, op_all, size_all);
 }
 
 void pl_sim_access_outcomes(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,

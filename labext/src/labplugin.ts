@@ -1,14 +1,16 @@
 // Registration for JupyterLab 4 and Notebook 7 (plugin.ts registers the widget's anywidget
-// view): the kernel panel in the left side bar, the status-bar item, and their settings.
+// view): the kernel panel in the left side bar, the status-bar item, the autocount setting's
+// silent magic in each notebook kernel, and their settings.
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
-import { INotebookTracker } from "@jupyterlab/notebook";
+import { INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
 import { ServerConnection } from "@jupyterlab/services";
 import { ISettingRegistry } from "@jupyterlab/settingregistry";
 import { IStatusBar } from "@jupyterlab/statusbar";
 import { LabIcon } from "@jupyterlab/ui-components";
 import { Widget } from "@lumino/widgets";
 
+import { AutoCount, describe, trackKernel } from "./autocount";
 import { KernelList } from "./panel";
 import { KernelStream, type Connect } from "./stream";
 import { KernelStatus } from "./statusitem";
@@ -96,24 +98,46 @@ const plugin: JupyterFrontEndPlugin<void> = {
     item.node.dataset.pagelab = "kernel-status";
     let stopStatus: (() => void) | null = null;
     let statusWanted = true;
+    let current: string | null = null;
+    const draw = () => {
+      const counts = describe(autocount.state(current ?? ""));
+      item.node.textContent = [status.text(), counts.text].filter(Boolean).join(" · ");
+      item.node.title = counts.title;
+    };
+    const autocount = new AutoCount((id) => id === current && draw());
     const follow = () => {
       const kernel = tracker?.currentWidget?.sessionContext.session?.kernel ?? null;
-      status.follow(kernel ? kernel.id : null);
-      item.node.textContent = status.text();
+      current = kernel ? kernel.id : null;
+      status.follow(current);
+      draw();
       const want = statusWanted && kernel !== null;
       if (want && !stopStatus) {
         stopStatus = stream.subscribe((reply) => {
           status.update(reply);
-          item.node.textContent = status.text();
+          draw();
         });
       } else if (!want && stopStatus) {
         stopStatus();
         stopStatus = null;
       }
     };
-    if (tracker && statusBar) {
+    const watch = (nb: NotebookPanel) => {
+      const context = nb.sessionContext;
+      const track = () => {
+        const kernel = context.session?.kernel;
+        if (kernel) trackKernel(autocount, kernel);
+      };
+      context.kernelChanged.connect(follow);
+      context.kernelChanged.connect(track);
+      context.statusChanged.connect(track);
+      track();
+    };
+    if (tracker) {
       tracker.currentChanged.connect(follow);
-      tracker.widgetAdded.connect((_, nb) => nb.sessionContext.kernelChanged.connect(follow));
+      tracker.widgetAdded.connect((_, nb) => watch(nb));
+      tracker.forEach(watch);
+    }
+    if (tracker && statusBar) {
       statusBar.registerStatusItem(PLUGIN_ID, {
         item,
         align: "left",
@@ -130,6 +154,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
             settings.get("events").composite as string[],
           );
           statusWanted = settings.get("statusBar").composite as boolean;
+          autocount.setEnabled(settings.get("autocount").composite as boolean);
           follow();
         };
         settings.changed.connect(apply);

@@ -12,6 +12,7 @@ turns its raw timings into a pyperf BenchmarkSuite that ``python -m pyperf compa
 
 import contextlib
 import importlib.util
+import math
 import os
 import platform
 import resource
@@ -48,9 +49,54 @@ int main(void)
     return 0;
 }
 """
+# The standalone side of fidelity.ratio: one workload of the C table with its parameters in
+# table order, no counters, each timed region's label and CLOCK_MONOTONIC seconds on a line.
+HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pagelab.h"
+
+int main(int argc, char **argv)
+{
+    for (int i = 0; argc > 1 && i < pl_workload_count; i++) {
+        const struct pl_workload *w = pl_workload_table[i];
+        if (strcmp(w->name, argv[1]) != 0 || argc != 2 + w->nparams || w->nparams > 64)
+            continue;
+        int64_t param[64];
+        for (int k = 0; k < w->nparams; k++)
+            param[k] = strtoll(argv[2 + k], NULL, 10);
+        static struct pl_out out;
+        struct pl_ctx c = {.param = param, .out = &out};
+        if (w->run(&c) < 0) {
+            fprintf(stderr, "%s: %s\n", w->name, out.note);
+            return 1;
+        }
+        for (int r = 0; r < out.nregions; r++) {
+            const struct pl_snapshot *b = &out.region[r].begin, *e = &out.region[r].end;
+            printf("%s\t%.9f\n", out.region[r].label,
+                   (double)(e->clock.tv_sec - b->clock.tv_sec) +
+                       (double)(e->clock.tv_nsec - b->clock.tv_nsec) / 1e9);
+        }
+        return 0;
+    }
+    fprintf(stderr, "usage: %s WORKLOAD PARAM...\n", argv[0]);
+    return 2;
+}
+"""
 LAB = ("-s", "6", "-E", "8", "-b", "6")
 D1 = (32768, 8, 64)  # the cachegrind comparison's D1 (and pagelab's L1D)
-UNAVAILABLE_LIVE = "bench/bench_live.py (the live widget's rate and slowdown) is not present yet"
+# bench/bench_live.py's figures: key -> (unit, goal, higher is better); the goals are the live
+# widget's (issue 9) and the kernel panel's (issue 13)
+LIVE = {
+    "live.rate_hz": ("Hz", 20, True),
+    "live.slowdown": ("x", 1.02, False),
+    "panel.refresh_hz": ("Hz", None, True),
+    "panel.server_cpu_percent": ("% of a core", 2.0, False),
+    "panel.autocount_ms": ("ms", None, False),
+}
+FAST_LIVE = "--fast skips the browser, Jupyter server and widget figures (minutes of runs)"
 
 
 def _figure(value, unit, meaning, command, goal=None, higher_is_better=True, reason=None, **extra):
@@ -97,6 +143,12 @@ def _pairs(a, b, n):
 
 def _ratio(num, den):
     return statistics.median(x / y for x, y in zip(num, den))
+
+
+def _spread(num, den):
+    """The pair-by-pair ratios' interquartile range: how far one pair could mislead."""
+    q = statistics.quantiles([x / y for x, y in zip(num, den)], n=4)
+    return q[2] - q[0]
 
 
 class _Bench:
@@ -155,18 +207,22 @@ class _Bench:
         )
 
     def run_all(self):
-        self.log("pagelab run all (wall clock, once)")
+        self.log("pagelab run all (wall clock and CPU, once)")
         t0 = time.perf_counter()
-        subprocess.run([*self.pagelab, "run", "all"], check=True, capture_output=True)
+        cpu = _child_cpu([*self.pagelab, "run", "all"])
         wall = time.perf_counter() - t0
         self.keep("pagelab run all (wall s)", [wall])
+        self.keep("pagelab run all (CPU s)", [cpu])
         return _figure(
             wall,
             "s",
-            "wall time of `pagelab run all` (every experiment, default parameters)",
+            "wall time of `pagelab run all` (every experiment, default parameters; the "
+            "simulated builds first, side by side); cpu_s is its CPU time, workers included, "
+            "which other load on the machine does not inflate",
             "pagelab run all",
             goal=15,
             higher_is_better=False,
+            cpu_s=cpu,
         )
 
     # --- simulator ----------------------------------------------------------------------------
@@ -411,75 +467,153 @@ class _Bench:
             )
         return out
 
+    def harness(self):
+        """HARNESS built standalone -O2 with every csrc/ source of the extension (the same
+        files, compiled here, never a copy), or the reason it cannot be."""
+        if not shutil.which("cc"):
+            return None, "a C compiler (cc) is needed to build the standalone harness"
+        if not (ROOT / "csrc").is_dir():
+            return None, "needs a source checkout (csrc/) to build the standalone harness"
+        from . import _ffi_build
+
+        main, exe = self.tmp / "harness.c", self.tmp / "harness"
+        main.write_text(HARNESS)
+        self.log("building the standalone -O2 harness from csrc/")
+        sources = [str(ROOT / s) for s in _ffi_build._sources()]
+        cmd = ["cc", *_ffi_build.CFLAGS, "-D_GNU_SOURCE", f"-I{_ffi_build.INCLUDE}"]
+        subprocess.run([*cmd, *sources, str(main), "-lpthread", "-lm", "-o", str(exe)], check=True)
+        return exe, None
+
     def fidelity(self):
-        """A workload through cffi in a worker against its source built standalone -O2."""
-        reason = (
-            "not measured yet: needs a standalone -O2 harness (a main) for the workload sources"
-        )
-        return {
-            f"fidelity.ratio.{name}": _unavailable(
-                "x",
-                f"the {name} workload's hot-loop time through cffi in a worker over the same "
-                "source compiled standalone -O2",
-                reason,
+        """A workload through cffi in a worker against the same source compiled standalone -O2:
+        the sum of its timed regions' clock in each, A B A B, each run a fresh process."""
+        from . import _run, _worker, _workloads
+
+        exe, why = self.harness()
+        out = {}
+        # both are short (about 0.1 and 0.5 s of regions) and first-touch is fault-bound: three
+        # times the usual pairs, so one preempted run cannot move the median
+        for name, pairs in (("cache", 3 * self.n), ("first-touch", 3 * self.n)):
+            key = f"fidelity.ratio.{name.replace('-', '_')}"
+            meaning = (
+                f"the {name} workload's timed regions (default parameters, no counters) through "
+                "cffi in a fresh worker over the same C built standalone -O2 by the bench; "
+                "1 means the lab's path adds nothing to what it measures"
             )
-            for name in ("cache", "first_touch")
-        }
+            if exe is None:
+                out[key] = _unavailable("x", meaning, why)
+                continue
+            p = _workloads.validate(name, {})
+            address_space = _run._module(name).memory(p)[1]
+            args = {"name": name, "params": p, "events": None, "sim": None, "cwd": None}
+            argv = [str(exe), name, *map(str, p.values())]
+
+            def worker(args=args, space=address_space, what=name):
+                raw = _worker.call(_run.WORKLOAD, args, address_space=space, what=what)
+                return sum(r["metrics"]["elapsed"]["value"] for r in raw["regions"])
+
+            def standalone(argv=argv):
+                lines = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+                return sum(float(line.split("\t")[1]) for line in lines.splitlines())
+
+            self.log(f"fidelity: {name} in a worker against standalone -O2 ({pairs} pairs)")
+            a, b = _pairs(worker, standalone, pairs)
+            self.keep(f"{name} regions via cffi in a worker (wall s)", a)
+            self.keep(f"{name} regions standalone -O2 (wall s)", b)
+            out[key] = _figure(
+                _ratio(a, b),
+                "x",
+                meaning,
+                f"pagelab bench --json ({key})",
+                worker_s=statistics.median(a),
+                standalone_s=statistics.median(b),
+                pairs=pairs,
+                spread=_spread(a, b),
+            )
+        return out
 
     # --- what other parts of the project provide -----------------------------------------------
 
     def live(self):
-        """The live widget's figures, from bench/bench_live.py's rate_hz() and slowdown() (each
-        returns a number) once that file exists; unavailable until then."""
+        """The live widget's and the kernel panel's figures, from bench/bench_live.py (FIGURES:
+        key -> a function returning (value, details), its docstring the meaning)."""
         path = ROOT / "bench" / "bench_live.py"
-        # figure -> (function, unit, goal, higher is better): issue 9's targets
-        keys = {
-            "live.rate_hz": ("rate_hz", "Hz", 20, True),
-            "live.slowdown": ("slowdown", "x", 1.02, False),
-        }
-        if not path.is_file():
-            return {k: _unavailable(v[1], "", UNAVAILABLE_LIVE) for k, v in keys.items()}
+        if self.fast or not path.is_file():
+            why = FAST_LIVE if self.fast else f"needs a source checkout ({path.name})"
+            return {k: _unavailable(v[0], "", why) for k, v in LIVE.items()}
         spec = importlib.util.spec_from_file_location("pagelab_bench_live", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        self.log("live widget")
+        command = f"python {path.relative_to(ROOT)}"
         out = {}
-        for k, (fn, unit, goal, higher) in keys.items():
-            meaning = " ".join((getattr(module, fn).__doc__ or "").split())
+        for key, (unit, goal, higher) in LIVE.items():
+            fn = module.FIGURES[key]
+            meaning = " ".join((fn.__doc__ or "").split())
+            self.log(f"live figures: {key}")
             try:
-                value = getattr(module, fn)()
-                out[k] = _figure(value, unit, meaning, str(path), goal, higher)
-            except Exception as e:  # e.g. no browser here: the figure says why, the rest go on
-                out[k] = _unavailable(unit, meaning, f"{fn}() failed: {e}")
+                value, details = fn()
+            except module.Missing as e:  # no browser or Jupyter here: the figure says so
+                out[key] = _unavailable(unit, meaning, str(e), command)
+                continue
+            except Exception as e:  # one failing figure says why; the rest go on
+                out[key] = _unavailable(unit, meaning, f"{fn.__name__}() failed: {e}", command)
+                continue
+            if not math.isfinite(value):
+                why = f"{fn.__name__}() measured no number ({value})"
+                out[key] = _unavailable(unit, meaning, why, command)
+                continue
+            out[key] = _figure(
+                value, unit, meaning, f"python {path.relative_to(ROOT)}", goal, higher, **details
+            )
         return out
 
     def nbval(self):
-        notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
-        if not notebooks or importlib.util.find_spec("nbval") is None:
-            return {"nbval_s": _unavailable("s", "", "needs a source checkout and nbval")}
-        out = {}
-        for nb in notebooks:
-            self.log(f"nbval {nb.name} (wall clock)")
-            t0 = time.perf_counter()
-            r = subprocess.run(
-                [str(self.exe), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(nb)],
-                cwd=ROOT,
-                capture_output=True,
-            )
-            wall = time.perf_counter() - t0
-            self.keep(f"nbval {nb.stem} (wall s)", [wall])
-            out[f"nbval_s.{nb.stem}"] = _figure(
+        """One nbval run over notebooks/ (as `make test` runs the chapters), its wall time and
+        each chapter's from the junit report (the sum of its cells' times, the kernel's start
+        included in the first)."""
+        from ._junit import nbval_outcomes
+
+        meaning = "wall time of one nbval run over every chapter (`pytest notebooks`)"
+        command = "pytest --nbval-lax --nbval-current-env notebooks"
+        if not (ROOT / "notebooks").is_dir() or importlib.util.find_spec("nbval") is None:
+            why = "needs a source checkout (notebooks/) and nbval"
+            return {"nbval_s.all": _unavailable("s", meaning, why, command)}
+        report = self.tmp / "nbval.xml"
+        self.log("nbval over notebooks/ (wall clock, once)")
+        nbval = [str(self.exe), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax"]
+        nbval += ["--nbval-current-env", f"--junitxml={report}", "notebooks"]
+        t0 = time.perf_counter()
+        r = subprocess.run(nbval, cwd=ROOT, capture_output=True)
+        wall = time.perf_counter() - t0
+        self.keep("nbval notebooks/ (wall s)", [wall])
+        if not report.is_file():
+            why = f"nbval wrote no report (exit {r.returncode}): {r.stderr.decode()[-200:]}"
+            return {"nbval_s.all": _unavailable("s", meaning, why, command)}
+        outcomes, seconds = nbval_outcomes(report)
+        failed = sorted(c for c, cells in outcomes.items() if set(cells.values()) != {"passed"})
+        out = {
+            "nbval_s.all": _figure(
                 wall,
                 "s",
-                f"wall time of `pytest {nb.relative_to(ROOT)}` (nbval runs the chapter)"
-                + ("" if r.returncode == 0 else "; the chapter FAILED"),
-                f"pytest notebooks/{nb.name}",
-                passed=r.returncode == 0,
+                meaning + (f"; FAILED: {', '.join(failed)}" if failed else ""),
+                command,
+                passed=not failed and r.returncode == 0,
+            )
+        }
+        for chapter in sorted(seconds):
+            self.keep(f"nbval {chapter} (wall s)", [seconds[chapter]])
+            out[f"nbval_s.{chapter.removesuffix('.ipynb')}"] = _figure(
+                seconds[chapter],
+                "s",
+                "wall time of the chapter's cells in that nbval run (junit report)"
+                + ("; the chapter FAILED" if chapter in failed else ""),
+                f"pytest --nbval-lax --nbval-current-env notebooks/{chapter}",
+                passed=chapter not in failed,
             )
         return out
 
 
-def _machine():
+def _machine(load_before):
     from ._doctor import environment
 
     env = environment()
@@ -491,6 +625,8 @@ def _machine():
         "kernel": env.get("kernel"),
         "profile": env.get("profile"),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        # other work on the machine: what wall-clock figures carry beside their own time
+        "load_1min": [load_before, os.getloadavg()[0]],
     }
 
 
@@ -499,6 +635,7 @@ def run(fast=False, log=None):
     and takes fewer repetitions."""
     log = log or (lambda msg: None)
     b = _Bench(fast, log)
+    load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     figures = {"import_s": b.imports(), "worker_start_s": b.worker_start()}
     figures.update(b.accesses())
@@ -520,7 +657,7 @@ def run(fast=False, log=None):
         "bench": "pagelab",
         "version": __version__,
         "fast": fast,
-        "machine": _machine(),
+        "machine": _machine(load_before),
         "clocks": "whole commands: child CPU (user + system); in process: thread CPU; "
         "figures marked wall: wall clock",
         "elapsed_s": time.perf_counter() - t0,

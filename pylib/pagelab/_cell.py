@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sysconfig
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +43,8 @@ CELL_EVENTS = (
 )
 DEFAULT_TIMEOUT = 10.0  # s per run: student loops are short; an endless one is stopped here
 DEFAULT_MEMORY = 1 << 30  # bytes of address space a cell may use beyond the interpreter's
-OUTPUT_LIMIT = 1 << 20  # bytes of printf output kept per run (the file stops growing there)
+OUTPUT_LIMIT = 1 << 20  # bytes of printf output kept per run (the rest is read and dropped)
+FILE_LIMIT = 1 << 30  # bytes a file the cell writes may reach (scratch may be RAM: tmpfs)
 # the rusage fields worth a row beside the counters (the others stay in CellResult.measured)
 RUSAGE_SHOWN = ("utime", "minflt", "maxrss")
 
@@ -226,8 +228,7 @@ def execute(path, events=None, sim=None):
     else:
         simulator = _sim.Simulator(sim or None)
         cell.region.sim = simulator._sim
-    stdout = Path(path).with_suffix(".stdout")
-    rc = _with_stdout(stdout, lambda: lib.pl_cell_run(str(path).encode(), cell))
+    rc, text, cut = _with_stdout(lambda: lib.pl_cell_run(str(path).encode(), cell))
     if rc < 0:
         raise BadInput(ffi.string(cell.error).decode())
     used = cell.begun > 0 and cell.ended > 0
@@ -246,8 +247,7 @@ def execute(path, events=None, sim=None):
         notes.append(f"PL_REGION_BEGIN ran {cell.begun} times: only the first region is measured")
     if cell.begun and not cell.ended:
         notes.append("PL_REGION_BEGIN without PL_REGION_END: all of main() is measured")
-    text = stdout.read_text(errors="replace")
-    if len(text) >= OUTPUT_LIMIT:
+    if cut:
         notes.append(f"the cell's output was cut at {OUTPUT_LIMIT >> 10} KiB")
     return {
         "label": "region" if used else "main()",
@@ -258,17 +258,35 @@ def execute(path, events=None, sim=None):
     }
 
 
-def _with_stdout(path, fn):
-    """Call fn with file descriptor 1 on ``path``, capped at OUTPUT_LIMIT bytes (writes past
-    it fail instead of killing the worker with SIGXFSZ)."""
+def _with_stdout(fn):
+    """Call fn with file descriptor 1 on a pipe that a thread drains, keeping the first
+    OUTPUT_LIMIT bytes, so a cell that prints forever neither fills a disk nor blocks; returns
+    (fn's value, the text kept, whether any was dropped). Files the cell writes itself are capped
+    at FILE_LIMIT: a write past it fails with EFBIG instead of killing the worker (SIGXFSZ)."""
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_LIMIT, OUTPUT_LIMIT))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
+    r, w = os.pipe()
+    kept = bytearray()
+    dropped = 0
+
+    def drain():
+        nonlocal dropped
+        while chunk := os.read(r, 1 << 16):
+            room = max(0, OUTPUT_LIMIT - len(kept))
+            kept.extend(chunk[:room])
+            dropped += len(chunk) - len(chunk[:room])
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     saved = os.dup(1)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(fd, 1)
-    os.close(fd)
+    os.dup2(w, 1)
+    os.close(w)
     try:
-        return fn()
+        rc = fn()
     finally:
-        os.dup2(saved, 1)
+        os.dup2(saved, 1)  # the pipe's last write end closes: the reader sees its end
         os.close(saved)
+        reader.join(timeout=2)  # a child the cell left running may still hold the pipe
+        if not reader.is_alive():
+            os.close(r)
+    return rc, kept.decode(errors="replace"), dropped > 0

@@ -287,7 +287,11 @@ def _parser():
         usage="pagelab bench [--json] [--fast] [-o PYPERF.json]",
     )
     b.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    b.add_argument("--fast", action="store_true", help="fewer repetitions; skip run all and nbval")
+    b.add_argument(
+        "--fast",
+        action="store_true",
+        help="fewer repetitions; skip run all, nbval and the browser, server and widget figures",
+    )
     b.add_argument("-o", "--output", help="also write the raw timings for pyperf compare_to")
     b.set_defaults(func=_bench)
 

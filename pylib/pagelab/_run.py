@@ -1,6 +1,8 @@
 """`pagelab run`: validate, check the memory budget, run in workers, evaluate the claims."""
 
 import importlib
+import os
+import time
 from dataclasses import dataclass, field
 
 from . import _environment as env
@@ -12,6 +14,7 @@ from ._reading import Reading
 from ._results import Measured, Result
 
 MIB = 1 << 20
+WORKLOAD = "pagelab._workloads:execute"  # the worker task that runs a C workload
 
 
 def experiment_names():
@@ -33,18 +36,45 @@ class Context:
     timeout: float
     progress: object
     address_space: int
+    module: object = None  # the experiment's module
     environment: dict = field(default_factory=environment)
     handle: "RunHandle | None" = None  # set when the run is in the background (start())
+    ahead: tuple | None = None  # (worker args, Job): its simulated run, started by run_all
 
     def workload(self, events=None, sim=None, what=None, scratch=None, **overrides):
         """Run this experiment's C workload once in a fresh worker; returns (measurements, raw).
         ``scratch`` (a pagelab._scratch.Scratch) is the worker's working directory, where the
         workload makes its file. In a background run (``start``) the worker is a Job that the
         run handle follows, so a LiveCounters can watch it."""
-        params = {**self.params, **overrides}
+        return self._call(*self._request(events, sim, what, scratch, overrides))
+
+    def simulated(self):
+        """Run the simulated build of the workload as the module's ``simulation(params)`` asks
+        (a sim config and parameter overrides): (measurements, raw). A run that run_all started
+        ahead with the same request is collected instead of run again."""
+        args, kwargs = self._simulation()
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None and ahead[0] == args:
+            raw = ahead[1].result()
+            return measurements(raw), raw
+        return self._call(args, kwargs)
+
+    def _simulation(self):
+        config, overrides = self.module.simulation(self.params)
+        return self._request(None, config, f"{self.name} (simulated)", None, overrides)
+
+    def _call(self, args, kwargs):
+        if self.handle is None:
+            raw = _worker.call(WORKLOAD, args, **kwargs)
+        else:
+            raw = self.handle._follow(_worker.Job(WORKLOAD, args, **kwargs))
+        return measurements(raw), raw
+
+    def _request(self, events, sim, what, scratch, overrides):
+        """A worker call's args and keyword arguments."""
         args = {
             "name": self.name,
-            "params": params,
+            "params": {**self.params, **overrides},
             "events": events,
             "sim": sim,
             "cwd": scratch.path if scratch else None,
@@ -55,12 +85,7 @@ class Context:
             what=what or self.name,
             on_progress=self.progress,
         )
-        target = "pagelab._workloads:execute"
-        if self.handle is None:
-            raw = _worker.call(target, args, **kwargs)
-        else:
-            raw = self.handle._follow(_worker.Job(target, args, **kwargs))
-        return measurements(raw), raw
+        return args, kwargs
 
     def result(self, measurements_, claims, notes=(), text="", summary=(), figure=None):
         w = _workloads.workload(self.name)
@@ -114,7 +139,8 @@ def _context(name, sim, timeout, progress, params):
     check_budget(name, resident)
     if sim is None:
         sim = _workloads.workload(name).has_sim and profile() != "full"
-    return mod, Context(name, p, bool(sim), timeout or mod.TIMEOUT, progress, address_space)
+    ctx = Context(name, p, bool(sim), timeout or mod.TIMEOUT, progress, address_space, mod)
+    return mod, ctx
 
 
 def run(name, *, sim=None, timeout=None, progress=True, live=False, **params):
@@ -185,12 +211,46 @@ class RunHandle(_worker.Background):
 def run_all(progress=True):
     """Every experiment with its default (small) parameters."""
     _progress.check(progress)
+    contexts = [_context(name, None, None, progress, {}) for name in experiment_names()]
+    _simulate_ahead([ctx for _, ctx in contexts if ctx.sim], progress)
     results = []
-    for name in experiment_names():
+    for mod, ctx in contexts:
         if callable(progress):
-            progress(f"running {name}")
-        results.append(run(name, progress=progress))
+            progress(f"running {ctx.name}")
+        with _progress.reporting(ctx.name, progress) as ctx.progress:
+            results.append(mod.run(ctx))
     return results
+
+
+def _simulate_ahead(contexts, progress):
+    """Run the simulated builds of ``contexts`` before any native run, as many at once as there
+    are CPUs and the memory budget allows, and leave each finished Job in its ctx.ahead. A
+    model's counts do not depend on what else runs, and no native measurement runs beside
+    them, so nothing measured changes; the simulated runs stop costing one after the other."""
+    if not contexts:
+        return
+    if callable(progress):
+        progress("simulating " + ", ".join(ctx.name for ctx in contexts) + " first")
+    cpus = len(os.sched_getaffinity(0))
+    budget = env.memory_budget()["bytes"]
+    pending, running = list(contexts), []
+    try:
+        while pending or running:
+            running = [(ctx, need) for ctx, need in running if not ctx.ahead[1].done()]
+            while pending and len(running) < cpus:
+                need = pending[0].module.memory(pending[0].params)[0]
+                if running and budget is not None and need + sum(n for _, n in running) > budget:
+                    break
+                ctx = pending.pop(0)
+                args, kwargs = ctx._simulation()
+                ctx.ahead = (args, _worker.Job(WORKLOAD, args, **{**kwargs, "on_progress": None}))
+                running.append((ctx, need))
+            time.sleep(0.05)
+    except BaseException:  # Ctrl-C: no simulated run outlives run_all
+        for ctx in contexts:
+            if ctx.ahead is not None:
+                ctx.ahead[1].cancel()
+        raise
 
 
 def parameters(name):

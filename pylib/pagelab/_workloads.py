@@ -1,17 +1,15 @@
 """The C workload table: parameters, validation, and running a workload inside a worker."""
 
-import difflib
 import os
 from dataclasses import dataclass, replace
 
-from . import _rusage, _sim
+from . import _rusage
 from ._counters import CounterGroup, Counts, add_fallbacks, readings, rusage_readings
 from ._errors import BadInput
 from ._native import ffi, lib
 from ._numbers import parse_int, quote
 from ._reading import Reading
 from ._reasons import Facts
-from ._simconfig import make_config
 
 
 def _s(p):
@@ -77,10 +75,16 @@ def workload(name):
     if not isinstance(name, str):
         raise BadInput(f"an experiment name is a string, not {type(name).__name__}")
     if name not in WORKLOADS:
-        close = difflib.get_close_matches(name[:64], WORKLOADS, n=2, cutoff=0.5)
+        close = _close(name, WORKLOADS, 2)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         raise BadInput(f"unknown experiment {quote(name)}{hint} (known: {', '.join(WORKLOADS)})")
     return WORKLOADS[name]
+
+
+def _close(word, known, n):
+    import difflib  # only on a typo: not paid by every worker
+
+    return difflib.get_close_matches(word[:64], known, n=n, cutoff=0.5)
 
 
 def validate(name, given):
@@ -89,7 +93,7 @@ def validate(name, given):
     table = workload(name).params
     for key in given:
         if key not in table:
-            close = difflib.get_close_matches(key[:64], table, n=1, cutoff=0.5)
+            close = _close(key, table, 1)
             hint = f"; did you mean {close[0]}?" if close else ""
             raise BadInput(
                 f"{name} has no parameter {quote(key)}{hint} "
@@ -182,6 +186,10 @@ def _execute(w, params, group, sim):
     if sim is not None:
         if not w.has_sim:
             raise BadInput(f"{name} has no simulated variant")
+        # the model loads only in workers that simulate: a native run's worker starts lighter
+        from . import _sim
+        from ._simconfig import make_config
+
         config = make_config(sim)
         if config.classify is True:
             # the experiments report the first level's classes only: the others would cost

@@ -2,12 +2,16 @@
 
 The one place where an experiment meets the simulator (the adapter point):
 
-- ``simulated(ctx, **overrides)`` runs the -DPL_SIM build of the experiment's workload (the same C
-  source, every PL_LOAD/PL_STORE fed to the cache/TLB model) when the run asked for it
-  (``sim=True``, ``--sim``) and the build exists. It returns the readings whose source is ``sim``,
-  by label, or the sentence saying why there are none. The simulated run must label its regions
-  like the native run and name its counts like perf's events (``L1-dcache-load-misses``,
-  ``dTLB-load-misses``, ...); its clock and rusage readings time the simulator and are ignored.
+- ``simulated(ctx)`` runs the -DPL_SIM build of the experiment's workload (the same C source,
+  every PL_LOAD/PL_STORE fed to the cache/TLB model) when the run asked for it (``sim=True``,
+  ``--sim``) and the build exists, as the module's ``simulation(params)`` asks: a simulator
+  config ({} for the defaults, this machine's geometry from sysfs and CPUID; {"page": "2m"}
+  where the workload uses huge pages) and parameter overrides. Declared like this, run_all can
+  run the simulated builds before the native runs, side by side (pagelab._run). It returns
+  the readings whose source is ``sim``, by label, or the sentence saying why there are none.
+  The simulated run must label its regions like the native run and name its counts like perf's
+  events (``L1-dcache-load-misses``, ``dTLB-load-misses``, ...); its clock and rusage readings
+  time the simulator and are ignored.
 - ``attach(measured, sim, names)`` hangs each simulated count on the measured reading of the same
   label and name as its labelled fallback, so ``best``/``best_source`` give hw where the PMU
   counted and sim elsewhere, and printing says "not available here (...); ... (sim)". Where the
@@ -21,8 +25,6 @@ from dataclasses import dataclass, field
 from .._reading import Reading
 from .._workloads import workload
 
-# Passed to the simulator: empty means its defaults, this machine's geometry (sysfs and CPUID).
-SIM_CONFIG = {}
 PREFERENCE = ("hw", "sim")
 
 
@@ -38,9 +40,8 @@ class Simulated:
         return r if r is not None and r.value is not None else None
 
 
-def simulated(ctx, config=None, **overrides):
-    """Run the simulated build of ctx's workload if this run asked for it and it exists.
-    ``config`` adds to SIM_CONFIG, e.g. {"page": "2m"} where the workload uses huge pages."""
+def simulated(ctx):
+    """Run the simulated build of ctx's workload if this run asked for it and it exists."""
     if not ctx.sim:
         return Simulated(
             reason="this run had no simulated variant (run it with sim=True, or "
@@ -50,9 +51,7 @@ def simulated(ctx, config=None, **overrides):
         return Simulated(
             reason=f"this run had no simulated variant ({ctx.name} has no simulated build yet)"
         )
-    measured, _ = ctx.workload(
-        sim={**SIM_CONFIG, **(config or {})}, what=f"{ctx.name} (simulated)", **overrides
-    )
+    measured, _ = ctx.simulated()
     by_label = {
         m.label: {n: r for n, r in m.metrics.items() if r.source == "sim"} for m in measured
     }

@@ -102,13 +102,18 @@ def memory(p):
     return size, size + HUGE_PAGE  # + room to align the mapping to a huge page
 
 
+def simulation(p):
+    """The simulated run: the sizes the native run sweeps, one repetition; the model translates
+    with the page size the chase really uses (the note says how much of the buffer the kernel
+    gave as huge pages)."""
+    return {"page": "2m" if p["pages"] == PAGES_HUGE else "4k"}, {**_resolve(p), **SIM_OVERRIDES}
+
+
 def run(ctx):
     ctx.params.update(_resolve(ctx.params))  # the result shows the max_kb that ran
     p = ctx.params
     measured, _ = ctx.workload(EVENTS)
-    # the model translates with the page size the chase really uses (the note says how much of
-    # the buffer the kernel gave as huge pages)
-    sim = simulated(ctx, {"page": "2m" if p["pages"] == PAGES_HUGE else "4k"}, **SIM_OVERRIDES)
+    sim = simulated(ctx)
     attach(measured, sim, COUNTS)
     buffer = next((m for m in measured if m.label == "buffer"), None)
     points = _points(measured)
