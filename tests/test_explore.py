@@ -88,3 +88,11 @@ def test_terminal_progress_is_a_bar_that_clears(capfd):
     pagelab.run("vsyscall", calls=1000, processes=2)
     err = capfd.readouterr().err
     assert "vsyscall: " in err and "process 2 of 2" in err
+
+
+def test_sim_reaches_the_run(capsys):
+    """``sim`` goes to the run: True prints sim readings, False none (whatever the profile)."""
+    small = dict(size_mb=1, sets=64, lines=64, passes=1)
+    for sim in (True, False):
+        pagelab.explore("cache", "lines", sim=sim, **small).press(None)
+        assert ("(sim)" in capsys.readouterr().out) is sim

@@ -24,10 +24,10 @@ def control(param, value=None):
     return widgets.BoundedIntText(value=value, min=param.min, max=param.max, **common)
 
 
-def explore(name, *shown, live=False, **fixed):
+def explore(name, *shown, live=False, sim=None, **fixed):
     """Controls for experiment ``name`` and a Run button that runs it and shows its text and
     figure. ``shown`` names the parameters to offer (default: all of them); ``fixed`` sets others,
-    or the starting value of a shown one. Errors (a size over the memory budget, say) are printed
+    or the starting value of a shown one; ``live`` and ``sim`` go to ``pagelab.run``. Errors (a size over the memory budget, say) are printed
     as one line, and the kernel keeps running. Returns the widget box."""
     import ipywidgets as widgets
     from IPython.display import display
@@ -49,7 +49,7 @@ def explore(name, *shown, live=False, **fixed):
         with out:
             chosen = {k: c.value for k, c in controls.items()}
             try:
-                result = run(name, live=live, **settings, **chosen)
+                result = run(name, live=live, sim=sim, **settings, **chosen)
             except PagelabError as e:
                 print(f"{type(e).__name__}: {e}")
                 return
