@@ -27,8 +27,9 @@ def control(param, value=None):
 def explore(name, *shown, live=False, sim=None, **fixed):
     """Controls for experiment ``name`` and a Run button that runs it and shows its text and
     figure. ``shown`` names the parameters to offer (default: all of them); ``fixed`` sets others,
-    or the starting value of a shown one; ``live`` and ``sim`` go to ``pagelab.run``. Errors (a size over the memory budget, say) are printed
-    as one line, and the kernel keeps running. Returns the widget box."""
+    or the starting value of a shown one; ``live`` and ``sim`` go to ``pagelab.run``. Errors (a
+    size over the memory budget, say) are printed as one line, and the kernel keeps running.
+    Returns the widget box."""
     import ipywidgets as widgets
     from IPython.display import display
 
