@@ -129,3 +129,27 @@ class Kernel:
     def stop(self):
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=True)
+
+
+def csim_reference(records, s, E, b):
+    """CS:APP's csim-ref as an obviously-correct model: (op, addr, ...) records, "I" skipped,
+    sizes ignored, M = a load then a store; a list per set, most recent last. Returns (hits,
+    misses, evictions)."""
+    sets = [[] for _ in range(1 << s)]
+    hits = misses = evictions = 0
+    for op, addr, *_ in records:
+        if op == "I":
+            continue
+        block = addr >> b
+        ways = sets[block & ((1 << s) - 1)]
+        for _ in range(2 if op == "M" else 1):
+            if block in ways:
+                hits += 1
+                ways.remove(block)
+            else:
+                misses += 1
+                if len(ways) == E:
+                    ways.pop(0)
+                    evictions += 1
+            ways.append(block)
+    return hits, misses, evictions

@@ -14,7 +14,6 @@ import math
 import re
 import signal
 import string
-from collections import OrderedDict
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import pagelab
-from helpers import json_document
+from helpers import csim_reference, json_document
 from pagelab import _cli, _workloads
 from pagelab._events import NAMED
 from pagelab._native import lib
@@ -311,28 +310,6 @@ def plain(text):
     return int(m[1]) if m else None
 
 
-def reference_cachelab(records, s, E, b):
-    """CS:APP's csim-ref on data records: LRU, sizes ignored, M = a load then a store."""
-    sets = [OrderedDict() for _ in range(1 << s)]
-    hits = misses = evictions = 0
-    for op, addr, _ in records:
-        if op == "I":
-            continue
-        block = addr >> b
-        lines = sets[block & ((1 << s) - 1)]
-        for _ in range(2 if op == "M" else 1):
-            if block in lines:
-                hits += 1
-                lines.move_to_end(block)
-            else:
-                misses += 1
-                if len(lines) == E:
-                    lines.popitem(last=False)
-                    evictions += 1
-                lines[block] = True
-    return hits, misses, evictions
-
-
 @settings(max_examples=300, **GEN)
 @given(
     records=st.lists(record, max_size=60),
@@ -353,7 +330,7 @@ def test_sim_trace_cachelab(tmp, records, s, E, b):
         assert code == 2, (s, E, b, out)
         return
     assert code == 0
-    h, m, e = reference_cachelab(records, sv, Ev, bv)
+    h, m, e = csim_reference(records, sv, Ev, bv)
     assert out.strip().splitlines()[-1] == f"hits:{h} misses:{m} evictions:{e}"
 
 

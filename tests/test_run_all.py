@@ -46,10 +46,10 @@ def test_simulated_runs_made_ahead_are_collected_not_run_again(monkeypatch):
     experiment whose request changed since runs its simulated build afresh."""
     from pagelab import _run, _worker
 
-    _, cache = _run._context(
+    cache = _run._context(
         "cache", True, None, None, {"size_mb": 1, "sets": 16, "lines": 64, "passes": 2}
     )
-    _, latency = _run._context("latency", True, None, None, {"max_kb": 64, "loads": 1000})
+    latency = _run._context("latency", True, None, None, {"max_kb": 64, "loads": 1000})
     _run._simulate_ahead([cache, latency], None)
     assert cache.ahead[1].done() and latency.ahead[1].done()
 

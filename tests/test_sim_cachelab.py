@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from helpers import run
+from helpers import csim_reference, run
 from pagelab import cachelab
 
 # 2 sets of 16-byte blocks. Derived by hand for -s 1 -E 1 -b 4 (one line per set):
@@ -72,26 +72,6 @@ def test_cli_prints_exactly_the_csim_ref_output(pagelab_cmd, hand_trace):
     assert r.stdout == "hits:6 misses:4 evictions:0\n"
 
 
-def _reference_csim(records, s, E, b):
-    """An independent, obviously-correct LRU model: a list per set, most recent last."""
-    sets = [[] for _ in range(1 << s)]
-    hits = misses = evictions = 0
-    for op, addr in records:
-        block = addr >> b
-        ways = sets[block & ((1 << s) - 1)]
-        for _ in range(2 if op == "M" else 1):
-            if block in ways:
-                hits += 1
-                ways.remove(block)
-            else:
-                misses += 1
-                if len(ways) == E:
-                    ways.pop(0)
-                    evictions += 1
-            ways.append(block)
-    return hits, misses, evictions
-
-
 @pytest.mark.parametrize(
     "s,E,b", [(0, 1, 0), (1, 1, 1), (2, 2, 3), (3, 4, 4), (4, 1, 5), (0, 32, 4), (0, 100, 2)]
 )  # one wide set: the hashed list
@@ -106,4 +86,4 @@ def test_generated_trace_agrees_with_a_reference_lru_model(tmp_path, s, E, b):
     p = tmp_path / "gen.trace"
     p.write_text(text)
     r = cachelab(p, s, E, b)
-    assert (r.hits, r.misses, r.evictions) == _reference_csim(records, s, E, b)
+    assert (r.hits, r.misses, r.evictions) == csim_reference(records, s, E, b)

@@ -36,7 +36,7 @@ class Context:
     timeout: float
     progress: object
     address_space: int
-    module: object = None  # the experiment's module
+    module: object  # the experiment's module: memory(), run(), simulation()
     environment: dict = field(default_factory=environment)
     handle: "RunHandle | None" = None  # set when the run is in the background (start())
     ahead: tuple | None = None  # (worker args, Job): its simulated run, started by run_all
@@ -139,8 +139,7 @@ def _context(name, sim, timeout, progress, params):
     check_budget(name, resident)
     if sim is None:
         sim = _workloads.workload(name).has_sim and profile() != "full"
-    ctx = Context(name, p, bool(sim), timeout or mod.TIMEOUT, progress, address_space, mod)
-    return mod, ctx
+    return Context(name, p, bool(sim), timeout or mod.TIMEOUT, progress, address_space, mod)
 
 
 def run(name, *, sim=None, timeout=None, progress=True, live=False, **params):
@@ -154,15 +153,15 @@ def run(name, *, sim=None, timeout=None, progress=True, live=False, **params):
     ``progress``: True shows a progress bar (tqdm.auto), None nothing; a function gets each step.
     ``live``: also show a LiveCounters widget following the workers while they run.
     """
-    mod, ctx = _context(name, sim, timeout, progress, params)
+    ctx = _context(name, sim, timeout, progress, params)
     with _progress.reporting(name, progress) as ctx.progress:
         if not live:
-            return mod.run(ctx)
+            return ctx.module.run(ctx)
         from IPython.display import display
 
         from ._live import LiveCounters
 
-        handle = RunHandle(mod, ctx)
+        handle = RunHandle(ctx)
         display(LiveCounters.watch(handle, interval_ms=50))
         return handle.result()
 
@@ -173,8 +172,7 @@ def start(name, *, sim=None, timeout=None, progress=None, **params):
     ``progress`` is None or a function (called from the background thread), never a bar."""
     if progress is True:
         raise BadInput("start() runs in the background: progress must be None or a function")
-    mod, ctx = _context(name, sim, timeout, progress, params)
-    return RunHandle(mod, ctx)
+    return RunHandle(_context(name, sim, timeout, progress, params))
 
 
 class RunHandle(_worker.Background):
@@ -182,11 +180,11 @@ class RunHandle(_worker.Background):
     workers), ``done()``, ``result()`` (the Result, or the run's error; Ctrl-C while waiting
     stops the worker) and ``cancel()`` (its current worker is killed and no further one starts)."""
 
-    def __init__(self, mod, ctx):
+    def __init__(self, ctx):
         self.name = ctx.name
         ctx.handle = self
         self._job = None
-        super().__init__(lambda: mod.run(ctx))
+        super().__init__(lambda: ctx.module.run(ctx))
 
     def _follow(self, job):
         if self._cancelled:
@@ -212,13 +210,13 @@ def run_all(progress=True):
     """Every experiment with its default (small) parameters."""
     _progress.check(progress)
     contexts = [_context(name, None, None, progress, {}) for name in experiment_names()]
-    _simulate_ahead([ctx for _, ctx in contexts if ctx.sim], progress)
+    _simulate_ahead([ctx for ctx in contexts if ctx.sim], progress)
     results = []
-    for mod, ctx in contexts:
+    for ctx in contexts:
         if callable(progress):
             progress(f"running {ctx.name}")
         with _progress.reporting(ctx.name, progress) as ctx.progress:
-            results.append(mod.run(ctx))
+            results.append(ctx.module.run(ctx))
     return results
 
 

@@ -48,14 +48,19 @@ def delta(before, after):
     return {f: after[f] if f == "maxrss" else after[f] - before[f] for f in FIELDS}
 
 
-def proc_stat(pid, root="/"):
-    """minflt, majflt, utime and stime (s) of another process from /proc/PID/stat."""
+def _proc_file(pid, name, root):
+    """The text of /proc/PID/NAME under root (BadInput for a bad pid; ProcessLookupError)."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         raise BadInput(f"pid must be a positive integer, not {pid!r}")
     try:
-        text = (Path(root) / f"proc/{pid}/stat").read_text()
+        return (Path(root) / f"proc/{pid}/{name}").read_text()
     except FileNotFoundError:
         raise ProcessLookupError(f"no process with pid {pid}") from None
+
+
+def proc_stat(pid, root="/"):
+    """minflt, majflt, utime and stime (s) of another process from /proc/PID/stat."""
+    text = _proc_file(pid, "stat", root)
     # the command name (field 2) may hold spaces and parentheses: split after the last ')'
     fields = text[text.rindex(")") + 2 :].split()
     tick = os.sysconf("SC_CLK_TCK")
@@ -77,12 +82,7 @@ STATUS_FIELDS = {
 
 def proc_status(pid, root="/"):
     """rss (KiB), nvcsw and nivcsw of another process from /proc/PID/status (whole process)."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        raise BadInput(f"pid must be a positive integer, not {pid!r}")
-    try:
-        text = (Path(root) / f"proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        raise ProcessLookupError(f"no process with pid {pid}") from None
+    text = _proc_file(pid, "status", root)
     out = {}
     for line in text.splitlines():
         key, _, value = line.partition(":")
