@@ -220,6 +220,7 @@ def test_other_architectures_say_why_nothing_was_evaluated():
         10,
         None,
         0,
+        ts,
         environment={"profile": "test"},
     )
     fill = Measured("window fill", {"map_32bit": Reading("map_32bit", 0, "rusage")})
@@ -246,7 +247,7 @@ def test_a_process_limit_is_not_mistaken_for_a_full_window():
     with that reason and nothing is timed in a window that never filled."""
     p = validate("thread-stacks", {"threads": 16, "calls": 16})
     # address_space=0: the worker's RLIMIT_AS is its own size plus the 512 MiB slack, < 1 GiB
-    res = ts.run(Context("thread-stacks", p, False, 60, None, 0, environment={}))
+    res = ts.run(Context("thread-stacks", p, False, 60, None, 0, ts, environment={}))
     enomem = res.claim("map32bit-full-enomem")
     assert enomem.holds is False and "process-wide limit" in enomem.evidence
     assert res.claim("map32bit-holds-1gib").holds is False
