@@ -13,7 +13,9 @@ import pytest
 import pagelab
 from helpers import run, run_blocked
 from pagelab._environment import swap_total
-from pagelab.experiments.competition import SLICES
+from pagelab._reading import Reading
+from pagelab._scratch import Scratch
+from pagelab.experiments.competition import RETRIED_FAULTS, SLICES, Victim, _major
 
 SMALL = {"size_mb": 8, "competitor_mb": 16, "seconds": 1}
 CLAIMS = (
@@ -126,6 +128,35 @@ def test_fadvise_path_with_readahead_off():
     major = r["file: re-access"]["major-faults"].value
     assert 0.9 * evicted <= major <= evicted
     assert r.claim("evicted-pages-major-faults").holds is True
+
+
+def _fault_claim(major, major0, before=PAGES, evicted=PAGES):
+    """The major-fault claim judged on synthetic readings (a 4 KiB-page victim on ext4)."""
+    faults = {
+        label: {
+            "major-faults": Reading("major-faults", n, "sw"),
+            "minor-faults": Reading("minor-faults", 40, "sw"),
+        }
+        for label, n in (("file: re-access", major), ("file: first touch", major0))
+    }
+    residency = {"before touch": before, "after touch": PAGES, "after eviction": PAGES - evicted}
+    by = {**faults, "file residency": {k: Reading(k, v, "rusage") for k, v in residency.items()}}
+    f = Victim(Scratch("/var/tmp", "ext4"), 4096, "O_TMPFILE", "8:1", "fadvise", 0, 0)
+    return _major(by, f, {"size_mb": SMALL["size_mb"]})
+
+
+def test_major_fault_claim_allows_retries_and_pressure_not_more():
+    """A resident file's first touch may take a few retried (major-counted) faults, and major
+    faults on pages pressure evicted before it; more than that, or no major fault on re-access,
+    fails the claim."""
+    slack = PAGES // RETRIED_FAULTS
+    assert _fault_claim(1, 0).holds is True
+    assert _fault_claim(1, slack).holds is True
+    assert _fault_claim(1, slack + 1).holds is False
+    assert _fault_claim(1, slack + 100, before=PAGES - 100).holds is True
+    assert _fault_claim(0, 0).holds is False
+    assert _fault_claim(1, 0, evicted=0).holds is False
+    assert f"at most {slack:,} major allowed" in _fault_claim(1, 0).evidence
 
 
 def test_bad_input_is_rejected_before_anything_runs():

@@ -44,6 +44,9 @@ SUMMARY = (
 # Eviction may leave a few pages behind that it could not isolate at that instant (in a per-CPU
 # LRU batch, locked, or mapped elsewhere); more than a tenth left means it did not work.
 EVICTED_MAX_LEFT = 0.10
+# The kernel counts a fault it had to retry (the page was locked for a moment, by reclaim or
+# compaction) as major though it read nothing: allowed on at most 1 page in this many.
+RETRIED_FAULTS = 100
 NOT_DISK = (
     "the victim's file lives on {fs} in {dir} (no disk-backed scratch directory was "
     "found): its pages are memory and cannot be evicted to disk"
@@ -111,7 +114,7 @@ def run(ctx):
     swap = env.swap_total()
     claims = [
         _mincore(by, f, p),
-        _major(by, f),
+        _major(by, f, p),
         _disk(by, f),
         _anon(by, f, swap),
         _competitor(by, p, f),
@@ -169,10 +172,10 @@ def _faults(m, name):
     return r.best, r.best_source
 
 
-def _major(by, f):
+def _major(by, f, p):
     text = (
-        "evicted file pages come back as major faults, while pages still in memory come back "
-        "as minor faults only"
+        "evicted file pages come back through major faults, while pages still in memory come "
+        "back as minor faults, a rare retried one aside"
     )
     cid = "evicted-pages-major-faults"
     if why := _not_disk(f):
@@ -185,14 +188,18 @@ def _major(by, f):
     major0, src0 = _faults(first, "major-faults")
     minor0, _ = _faults(first, "minor-faults")
     evicted = _evicted(by)
-    holds = evicted > 0 and major >= 1 and major0 == 0
+    # pages that memory pressure took before the first touch rightly come back as major faults
+    pages = _pages(p, f)
+    gone = pages - _res(by, "file residency", "before touch")
+    allowed = gone + pages // RETRIED_FAULTS
+    holds = evicted > 0 and major >= 1 and major0 <= allowed
     return Claim(
         cid,
         text,
         holds,
         f"re-access after evicting {evicted:,} pages: {major:,} major + {minor:,} minor "
-        f"faults ({src}); first touch while resident: {major0:,} major + {minor0:,} "
-        f"minor ({src0})",
+        f"faults ({src}); first touch of the resident file: {major0:,} major + {minor0:,} "
+        f"minor ({src0}), at most {allowed:,} major allowed",
     )
 
 
