@@ -16,21 +16,12 @@ Access streams, 8-byte loads:
 Configurations: this machine's L1D + DTLB (with and without miss classification), and the
 whole default hierarchy (L1D, L2, LLC, DTLB, STLB, classification on).
 
---workload compares instead the cache workload's simulated run (its -DPL_SIM build, in this
-process, L1-only classification as the experiments run it) with valgrind cachegrind running the
-same C (csrc/workloads/cache.c, compiled standalone -O2 with a small main) at this machine's
-L1D geometry: CPU time of each whole run, side by side, and each one's L1 data misses.
+The cache workload's simulated run against cachegrind is `pagelab bench`'s
+sim.vs_cachegrind.speedup.
 """
 
 import os
-import resource
-import shutil
-import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 # numpy's OpenBLAS threads spin on the other core for a while after start-up; nothing here
 # uses BLAS, and they would steal CPU from the measurement
@@ -82,106 +73,7 @@ def add_worker_args(cmd, args):
         cmd.append("--cpu-time")
 
 
-ROOT = Path(__file__).resolve().parents[1]
-# The cache workload's defaults (csrc/workloads/cache.c): size_mb, sets, lines, passes,
-# write_every, seed, in its parameter order.
-CACHE_PARAMS = {
-    "size_mb": 64,
-    "sets": 4096,
-    "lines": 512,
-    "passes": 16,
-    "write_every": 8,
-    "seed": 1,
-}
-CACHE_MAIN = r"""
-#include <stdint.h>
-#include "pl_workloads.h"
-int main(void)
-{
-    static struct pl_out out;
-    int64_t param[] = {%s};
-    struct pl_ctx c = {.param = param, .out = &out};
-    return pl_cache_run(&c) < 0;
-}
-"""
-# What the standalone build links: the workload, its regions (counters, steady clocks), and the
-# simulated variants its table entry names.
-CACHE_SOURCES = [
-    "workloads/cache.c",
-    "workloads/sim_variants.c",
-    "workloads/latency.c",
-    "out.c",
-    "counters.c",
-    "steady.c",
-    *(f"sim/{p.name}" for p in sorted((ROOT / "csrc" / "sim").glob("*.c"))),
-]
-
-
-def _child_cpu(cmd):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, check=True, capture_output=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-def workload_vs_cachegrind(runs=3):
-    """The cache workload's simulated run against cachegrind on the same C: a dict of CPU
-    seconds (median of runs), their ratio and the L1 data misses each counted."""
-    from pagelab._workloads import execute
-
-    l1 = default_config().l1
-    d1 = f"{l1.size},{l1.ways},{l1.line}"
-    sim_cfg = {"l1": l1, "l2": None, "llc": None, "stlb": None}
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        (tmp / "main.c").write_text(CACHE_MAIN % ", ".join(map(str, CACHE_PARAMS.values())))
-        exe = tmp / "cache"
-        subprocess.run(
-            ["cc", "-O2", "-std=c11", "-D_GNU_SOURCE", f"-I{ROOT / 'csrc' / 'include'}"]
-            + ["-o", str(exe), str(tmp / "main.c")]
-            + [str(ROOT / "csrc" / f) for f in CACHE_SOURCES]
-            + ["-lm"],
-            check=True,
-        )
-        out = tmp / "cachegrind.out"
-        cg = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--D1={d1}"]
-        cg += ["--I1=32768,8,64", "--LL=1048576,16,64", f"--cachegrind-out-file={out}", str(exe)]
-        ours, theirs, result = [], [], None
-        for _ in range(runs):
-            t0 = time.thread_time()
-            result = execute("cache", CACHE_PARAMS, sim=sim_cfg)
-            ours.append(time.thread_time() - t0)
-            theirs.append(_child_cpu(cg))
-        for line in out.read_text().splitlines():
-            if line.startswith("events:"):
-                names = line.split()[1:]
-            elif line.startswith("summary:"):
-                counts = dict(zip(names, map(int, line.split()[1:])))
-    misses = sum(
-        r["metrics"][f"L1-dcache-{k}-misses"]["value"]
-        for r in result["regions"]
-        for k in ("load", "store")
-    )
-    return {
-        "sim_cpu_s": statistics.median(ours),
-        "cachegrind_cpu_s": statistics.median(theirs),
-        "speedup": statistics.median(t / o for t, o in zip(theirs, ours)),
-        "sim_l1_misses": misses,
-        "cachegrind_d1_misses": counts["D1mr"] + counts["D1mw"],
-        "d1": d1,
-    }
-
-
 def main():
-    if "--workload" in sys.argv:
-        if not (shutil.which("valgrind") and shutil.which("cc")):
-            sys.exit("--workload needs valgrind and a C compiler")
-        r = workload_vs_cachegrind()
-        print(f"cache workload, L1D {r['d1']}, CPU s: simulated run {r['sim_cpu_s']:.3f}, ")
-        print(f"  cachegrind {r['cachegrind_cpu_s']:.3f}: {r['speedup']:.2f}x (goal 10x)")
-        print(f"  L1 data misses: simulated {r['sim_l1_misses']:,} (the two walks),")
-        print(f"  cachegrind {r['cachegrind_d1_misses']:,} (the whole program)")
-        return
     runner = pyperf.Runner(processes=6, values=3, add_cmdline_args=add_worker_args)
     runner.argparser.add_argument(
         "--cpu-time", action="store_true", help="time with the thread CPU clock, not the wall clock"

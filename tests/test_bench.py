@@ -22,6 +22,7 @@ KEYS = {
     "sim.cachelab_command_s",
     "sim.vs_csimref.speedup",
     "sim.vs_cachegrind.speedup",
+    "sim.vs_cachegrind.trace_speedup",
     "sim.vs_cachegrind.miss_agreement",
     "counters.measure_overhead_us",
     "counters.floor_faults",
