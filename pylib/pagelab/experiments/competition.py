@@ -188,7 +188,8 @@ def _major(by, f, p):
     major0, src0 = _faults(first, "major-faults")
     minor0, _ = _faults(first, "minor-faults")
     evicted = _evicted(by)
-    # pages that memory pressure took before the first touch rightly come back as major faults
+    # pages reclaim took before the first touch (memory pressure, or a host's proactive
+    # reclaim: DAMON drops idle unmapped page cache within seconds) rightly come back as majors
     pages = _pages(p, f)
     gone = pages - _res(by, "file residency", "before touch")
     allowed = gone + pages // RETRIED_FAULTS
