@@ -1,0 +1,100 @@
+"""A result's figure drawn by a real browser (Debian's chromium, driven by Playwright): in
+JupyterLab, by plotly's mimetype renderer, and in a chapter exported with `jupyter nbconvert --to
+html`, by the HTML that pagelab stores beside the plotly JSON."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from jupyter_browser import launch, missing_browser, open_notebook, write_cells
+from test_browser import _run, browser, screenshot
+
+CELL = """\
+import pagelab
+pagelab.run("first-touch", size_mb=4, progress=None).figure()"""
+PLOT = ".js-plotly-plot"
+# what plotly.js draws once it has laid a bar chart out: its SVG and the bars' paths
+DRAWN = f"() => document.querySelectorAll('{PLOT} svg.main-svg .bars path').length > 0"
+
+
+def _drawn(page):
+    """(bars drawn, the plot's height in pixels): a collapsed div draws its bars in no room."""
+    box = page.locator(PLOT).first.bounding_box()
+    return page.locator(f"{PLOT} svg.main-svg .bars path").count(), box["height"] if box else 0
+
+
+@pytest.mark.slow
+def test_figure_draws_in_jupyterlab():
+    """In JupyterLab 4 a result's figure is drawn by plotly's renderer: an SVG with its bars
+    (the HTML beside the plotly JSON would need the CDN, which this machine cannot reach)."""
+    with browser("lab", "figure-lab", [CELL]) as (server, page):
+        _run(open_notebook(page, server, "/lab/tree/test.ipynb"), page)
+        page.wait_for_function(DRAWN, timeout=120_000)
+        bars, height = _drawn(page)
+        shot = screenshot(page.locator(PLOT).first, "figure-lab")
+        print(f"screenshot: {shot}; {bars} bars drawn, {height:.0f} px high")
+    assert bars >= 2 and height >= 200
+
+
+def _plotly_js():
+    """The plotly.min.js that the installed plotly package ships (the CDN's file)."""
+    import plotly
+
+    return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+@pytest.mark.slow
+def test_figure_draws_in_an_nbconvert_export():
+    """A notebook executed and exported by `jupyter nbconvert --to html` draws its figure in a
+    browser from the stored HTML alone. This machine cannot reach cdn.plot.ly, so the request
+    for plotly.js is answered with the same file from the plotly package and every other
+    request is refused: the test checks pagelab's HTML, not the CDN."""
+    why = missing_browser()
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and no browser: {why}")
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    root = Path(tempfile.mkdtemp(prefix="pagelab-export-"))
+    try:
+        write_cells(root / "export.ipynb", [CELL])
+        jupyter = str(Path(sys.executable).with_name("jupyter"))
+        cmd = [jupyter, "nbconvert", "--to", "html", "--execute", str(root / "export.ipynb")]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        html = root / "export.html"
+        asked, errors = [], []
+        with sync_playwright() as pw:
+            context = launch(pw, root / ".chromium")
+            try:
+
+                def answer(route):
+                    asked.append(route.request.url)
+                    if "cdn.plot.ly" in route.request.url:
+                        route.fulfill(path=str(_plotly_js()), content_type="text/javascript")
+                    elif route.request.url.startswith("file://"):
+                        route.continue_()
+                    else:
+                        route.abort()
+
+                context.route("**/*", answer)
+                page = context.new_page()
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto(html.as_uri())
+                page.wait_for_function(DRAWN, timeout=60_000)
+                bars, height = _drawn(page)
+                shot = screenshot(page.locator(PLOT).first, "figure-nbconvert")
+                print(f"screenshot: {shot}; {bars} bars, {height:.0f} px high; asked {asked}")
+            finally:
+                context.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert bars >= 2 and height >= 200
+    assert any("cdn.plot.ly" in url for url in asked)  # drawn by the HTML's own script
+    assert not [e for e in errors if "plotly" in e.lower()], errors
