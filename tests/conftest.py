@@ -12,7 +12,28 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CFLAGS, NOBODY, ROOT
+from helpers import CFLAGS, NOBODY, ROOT, checkout_state
+
+
+def pytest_sessionstart(session):
+    session.config.stash[CHECKOUT] = checkout_state()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The suite leaves the checkout as it found it: a file it made, changed or deleted there
+    (`git status --porcelain`) fails the run, named."""
+    before, after = session.config.stash.get(CHECKOUT, None), checkout_state()
+    if before is None or after is None or before == after:
+        return
+    changed = sorted(set(before.splitlines()) ^ set(after.splitlines()))
+    session.config.get_terminal_writer().line(
+        "the test run changed the checkout (git status --porcelain): " + "; ".join(changed),
+        red=True,
+    )
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+CHECKOUT = pytest.StashKey[str | None]()
 
 
 def pytest_configure(config):

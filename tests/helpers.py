@@ -27,6 +27,33 @@ CFLAGS = [
     "-Werror",
 ]
 
+# Verdicts on timing: evaluated with evidence in every profile, holding or not with the machine
+# and its noise (their logic is tested on made-up curves and rates in the experiments' tests).
+TIMED = {
+    "latency-plateaus",
+    "vsyscall-much-slower",
+    "failing-call-not-linear",
+    "retry-two-syscalls",
+    "thread-create-no-cliff",
+    "fix-raises-throughput",
+}
+
+
+def checkout_state():
+    """`git status --porcelain` of the checkout (untracked files listed one by one), or None where
+    it is not a git checkout (an sdist) or git is missing."""
+    try:
+        p = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return p.stdout if p.returncode == 0 else None
+
 
 def run(cmd, **kw):
     """Run a command, capturing text output; never raises on a non-zero exit."""

@@ -63,12 +63,15 @@ int main(void)
 """
 
 
-def test_output_is_capped_but_files_the_cell_writes_are_not():
+def test_output_is_capped_but_files_the_cell_writes_are_not(tmp_path, monkeypatch):
     """A cell's printf output is kept up to OUTPUT_LIMIT and the cut is noted (3 MiB printed, the
-    worker survives), while a 4 MiB file the cell writes itself is written whole (main gives 0)."""
+    worker survives), while a 4 MiB file the cell writes itself (in the working directory, as a
+    notebook's would be) is written whole (main gives 0)."""
     from pagelab import _cell
 
+    monkeypatch.chdir(tmp_path)
     r = _cell.run(FLOOD_AND_FILE, sim=False)
+    assert (tmp_path / "big.bin").stat().st_size == 4 << 20
     assert r.status == 0, r
     assert len(r.stdout.encode()) == _cell.OUTPUT_LIMIT
     assert r.stdout.startswith(" " * 1022 + "0\n")

@@ -62,7 +62,6 @@ def test_missing_files_give_none_not_guesses(tmp_path):
         env.cgroup_memory_limit,
     ):
         assert reader(tmp_path) is None, reader.__name__
-    assert env.cache_geometry(tmp_path) == []
 
 
 @pytest.mark.parametrize(
@@ -126,24 +125,6 @@ def test_memory_budget_is_a_fraction_of_the_smallest_limit(fake):
     assert b["mem_available"] == 8 * GIB
     assert b["bytes"] == int(env.BUDGET_FRACTION * 4 * GIB)
     assert env.memory_budget(fake, rlimit=GIB)["bytes"] == int(env.BUDGET_FRACTION * GIB)
-
-
-def test_cache_geometry_from_sysfs(tmp_path):
-    """Each cpu0 cache index directory becomes level/type/size/ways/line/sets."""
-    base = "sys/devices/system/cpu/cpu0/cache/index0/"
-    for name, value in [
-        ("level", "1"),
-        ("type", "Data"),
-        ("size", "48K"),
-        ("ways_of_associativity", "12"),
-        ("coherency_line_size", "64"),
-        ("number_of_sets", "64"),
-    ]:
-        write(tmp_path, base + name, value + "\n")
-    write(tmp_path, "sys/devices/system/cpu/cpu0/cache/index3/level", "3\n")  # incomplete: skipped
-    assert env.cache_geometry(tmp_path) == [
-        {"level": 1, "type": "Data", "size": 48 << 10, "ways": 12, "line": 64, "sets": 64}
-    ]
 
 
 def test_this_machine_has_sane_facts():

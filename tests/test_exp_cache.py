@@ -6,7 +6,9 @@ import subprocess
 import pytest
 
 import pagelab
+from described import write_tree
 from helpers import CFLAGS, ROOT, fd_count, run_blocked
+from pagelab import _caches
 from pagelab._reading import Reading
 from pagelab._results import Measured
 from pagelab.experiments import _hw_or_sim, cache
@@ -156,8 +158,8 @@ def test_bad_input_is_one_clear_error():
     """Unknown parameters, out-of-range values and a working set larger than the buffer."""
     with pytest.raises(pagelab.BadInput, match="no parameter 'set'"):
         pagelab.run("cache", set=1, progress=None)
-    with pytest.raises(pagelab.BadInput, match=r"lines must be in 1\.\."):
-        pagelab.run("cache", lines=0, progress=None)
+    with pytest.raises(pagelab.BadInput, match=r"lines must be in 0\.\."):
+        pagelab.run("cache", lines=-1, progress=None)
     with pytest.raises(pagelab.BadInput, match="does not fit the 1 MiB buffer"):
         pagelab.run("cache", size_mb=1, lines=1 << 15, progress=None)
 
@@ -203,3 +205,18 @@ def test_the_simulated_build_is_a_second_compile_of_the_same_source(tmp_path):
     ).stdout.split()
     assert "pl_cache_run_sim" in symbols and "pl_latency_run_sim" in symbols
     assert not any(s.startswith("pl_wl_") for s in symbols)  # the table entries exist once
+
+
+@pytest.mark.parametrize("l1d, lines", [("24K:6", 384), ("48K:12", 512), (None, 512)])
+def test_working_sets_are_one_l1d_worth(tmp_path, monkeypatch, l1d, lines):
+    """By default a working set is the L1D in 64-byte lines, at most the write-up's 512 (32 KiB;
+    assumed where no L1D is reported), so the L1 claim holds on a 24 KiB L1d too, as the
+    simulator models it."""
+    tree = write_tree(tmp_path / "sys", [f"1:d:{l1d}:64", "2:u:1024K:8:64"] if l1d else ["empty"])
+    monkeypatch.setenv(_caches.ENV, str(tree))
+    r = pagelab.run("cache", sim=True, sets=64, progress=None)
+    assert r.params["lines"] == lines
+    claim = r.claim("cache-l1-miss-rate-low")
+    assert claim.holds is True, claim
+    assert f"working set {lines * 64 // 1024} KiB" in claim.evidence
+    assert ("assumed" in claim.evidence) == (l1d is None)

@@ -64,12 +64,12 @@ def test_sysfs_geometry_without_power_of_two_sets_is_widened_and_noted(tmp_path)
 
 
 def test_missing_sysfs_falls_back_to_named_defaults(tmp_path):
-    """No cache directory at all: the PL_SIM_DEFAULT_* geometry, origin 'default'."""
+    """No cache directory at all: the PL_SIM_DEFAULT_* geometry, origin 'assumed'."""
     cfg = default_config(tmp_path)
     assert cfg.l1 == CacheGeometry(
-        lib.PL_SIM_DEFAULT_L1_SIZE, lib.PL_SIM_DEFAULT_L1_WAYS, lib.PL_SIM_DEFAULT_LINE, "default"
+        lib.PL_SIM_DEFAULT_L1_SIZE, lib.PL_SIM_DEFAULT_L1_WAYS, lib.PL_SIM_DEFAULT_LINE, "assumed"
     )
-    assert cfg.llc.origin == cfg.l2.origin == "default"
+    assert cfg.llc.origin == cfg.l2.origin == "assumed"
 
 
 def test_a_machine_without_l3_gets_no_llc(tmp_path):

@@ -12,7 +12,6 @@ int pl_latency_run_sim(struct pl_ctx *c);
 
 /* Facts about the workloads that Python needs too. It reads them through the cdef, so each is
  * written once, here. */
-#define PL_PAGE 4096u           /* the base page: what one fault maps (x86-64, most arm64) */
 #define PL_HUGE_PAGE (2u << 20) /* a PMD: what one transparent-huge-page fault maps */
 #define PL_CACHE_LINE 64 /* cache: the unit of access, one line of x86-64 and most arm64 cores */
 #define PL_LAT_MAX_SIZES PL_OUT_MAX_REGIONS /* latency: one region per working-set size */
@@ -33,6 +32,10 @@ int pl_latency_run_sim(struct pl_ctx *c);
 /* thread-stacks: the window MAP_32BIT searches (arch/x86/kernel/sys_x86_64.c, find_start_end) */
 #define PL_MAP32_WINDOW_LO 0x40000000UL
 #define PL_MAP32_WINDOW_HI 0x80000000UL
+
+/* The base page, what one fault maps: the kernel's, asked at run time (4 KiB on x86-64; 4, 16 or
+ * 64 KiB on arm64). */
+size_t pl_page_size(void);
 
 /* latency's working-set sizes in KiB: min_kb * 2^octave * (ppo + step) / ppo up to max_kb,
  * duplicates dropped (none when min_kb or ppo is below 1). Writes at most cap of them to out

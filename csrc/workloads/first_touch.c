@@ -35,7 +35,8 @@ static int no_huge(char *p, size_t len)
 
 static void touch(volatile char *p, size_t len)
 {
-    for (size_t off = 0; off < len; off += PL_PAGE)
+    size_t page = pl_page_size();
+    for (size_t off = 0; off < len; off += page)
         p[off] = 1;
 }
 
@@ -167,7 +168,8 @@ static int thread_sweep(struct pl_ctx *c, size_t len, int nmax)
         int rc = fresh_nohuge(c, len, &p);
         if (rc)
             return rc;
-        size_t share = (len / PL_PAGE / (size_t)n) * PL_PAGE; /* page-aligned, disjoint shares */
+        size_t page = pl_page_size();
+        size_t share = (len / page / (size_t)n) * page; /* page-aligned, disjoint shares */
         char label[PL_LABEL_MAX];
         snprintf(label, sizeof label, "threads=%d", n);
         struct pl_region r = {.group = c->group};

@@ -179,7 +179,7 @@ int PL_NAME(pl_latency_run)(struct pl_ctx *c)
         }
         /* no THP in this kernel: the smaps reading below says how much is huge (none) */
     }
-    for (size_t off = 0; off < len; off += PL_PAGE)
+    for (size_t off = 0, page = pl_page_size(); off < len; off += page)
         buf[off] = 0; /* every page (huge or not) exists before anything is timed */
     long huge_kb = lat_huge_kb(buf);
     if (huge_kb >= 0)

@@ -68,7 +68,7 @@ static long drop_cache(int fd, size_t len)
     int rc = fsync(fd) != 0 ? -errno : -posix_fadvise(fd, 0, (off_t)len, POSIX_FADV_DONTNEED);
     if (rc)
         return rc;
-    size_t pages = len / PL_PAGE;
+    size_t pages = len / pl_page_size();
     unsigned char *vec = malloc(pages);
     if (!vec)
         return -ENOMEM;
@@ -91,7 +91,7 @@ static long drop_cache(int fd, size_t len)
 static void write_pass(volatile char *p, size_t len, size_t stride)
 {
     for (size_t off = 0; off < len; off += stride)
-        p[off] = (char)(off / PL_PAGE); /* one store dirties the whole page (or folio) */
+        p[off] = (char)(off / stride); /* one store dirties the whole page (or folio) */
 }
 
 static int variant(struct pl_ctx *c, enum mode m, int populate, int fd, size_t len, size_t stride)
@@ -149,8 +149,8 @@ static int variant(struct pl_ctx *c, enum mode m, int populate, int fd, size_t l
 static int run(struct pl_ctx *c)
 {
     size_t len = (size_t)c->param[P_SIZE_MB] << 20;
-    size_t stride = (size_t)c->param[P_STRIDE] * PL_PAGE;
-    /* 4 KiB pages in every mode, whatever the THP setting: this worker only (EINVAL: no THP) */
+    size_t stride = (size_t)c->param[P_STRIDE] * pl_page_size();
+    /* base pages in every mode, whatever the THP setting: this worker only (EINVAL: no THP) */
     if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0 && errno != EINVAL)
         return pl_out_fail(c->out, -errno, "prctl(PR_SET_THP_DISABLE) failed");
     int fd = open_file(c, len);

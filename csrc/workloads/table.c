@@ -1,4 +1,12 @@
+#include <unistd.h>
+
 #include "pl_workloads.h"
+
+size_t pl_page_size(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    return page > 0 ? (size_t)page : 4096; /* POSIX requires it; 4 KiB if a libc says otherwise */
+}
 
 /* The single list of experiments, in the order chapters and `pagelab run all` use. */
 const struct pl_workload *const pl_workload_table[] = {

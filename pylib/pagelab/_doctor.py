@@ -8,8 +8,8 @@ import os
 import platform
 from dataclasses import dataclass
 
+from . import _caches, _events
 from . import _environment as env
-from . import _events
 from ._counters import CounterGroup
 from ._numbers import format_size
 from ._reasons import Facts, explain
@@ -82,7 +82,19 @@ def environment(root="/", profile_name=None):
         "uid": os.geteuid(),
         "python": platform.python_version(),
         "pagelab": __version__,
+        "caches": caches_summary(root),
     }
+
+
+def caches_summary(root="/"):
+    """One line for every result: the data caches, what is not reported, and where they came
+    from (sysfs, or a described host), so a class report shows which geometry a run saw."""
+    found = ", ".join(c.describe() for c in _caches.data_caches(root))
+    missing = _caches.missing(root)
+    if not found:
+        return f"none reported ({_caches.source(root)}); the simulator assumes its defaults"
+    gap = f"; not reported: {', '.join(missing)}" if missing else ""
+    return f"{found}{gap} ({_caches.source(root)})"
 
 
 @functools.cache
@@ -96,7 +108,8 @@ class Report:
     profile: str
     environment: dict
     events: list
-    caches: list
+    caches: list  # [_caches.Cache]
+    caches_missing: list  # standard levels (L1d, L2, L3) the machine does not report
     budget: dict
     capabilities: list
 
@@ -108,7 +121,8 @@ class Report:
             "environment": self.environment,
             "capabilities": self.capabilities,
             "events": [c.to_dict() for c in self.events],
-            "caches": self.caches,
+            "caches": [c.to_dict() for c in self.caches],
+            "caches_missing": self.caches_missing,
             "memory_budget": self.budget,
         }
 
@@ -122,13 +136,7 @@ class Report:
             f"  uid={e['uid']}  CAP_PERFMON={'yes' if e['cap_perfmon'] else 'no'}",
             f"vsyscall={e['vsyscall']}"
             f" (boot parameter: {e['vsyscall_cmdline'] or 'kernel default'})  THP={e['thp']}",
-            "caches: "
-            + ", ".join(
-                f"L{c['level']}{c['type'][0]} {format_size(c['size'])} {c['ways']}-way {c['line']}B"
-                for c in self.caches
-            )
-            if self.caches
-            else "caches: unknown (no sysfs cache info)",
+            f"caches: {e['caches']}",
             "memory budget: "
             + (format_size(self.budget["bytes"]) if self.budget["bytes"] else "unknown")
             + f" ({self.budget['fraction']:.0%} of the least of "
@@ -156,7 +164,8 @@ def doctor(root="/"):
         name,
         environment(root, name),
         checks,
-        env.cache_geometry(root),
+        _caches.read(root),
+        _caches.missing(root),
         env.memory_budget(root),
         env.capabilities(root),
     )

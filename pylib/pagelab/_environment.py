@@ -9,9 +9,8 @@ import re
 import resource
 from pathlib import Path
 
-from ._errors import BadInput
 from ._native import lib
-from ._numbers import int_or_none, parse_size
+from ._numbers import int_or_none
 
 # Half of what is free: the Jupyter server, the kernel process and the page cache the chapters
 # rely on need the rest, and a 2 GiB Binder container still gets ~1 GiB of experiment memory.
@@ -152,46 +151,6 @@ def memory_budget(root="/", rlimit=None):
     known = [v for v in inputs.values() if v]
     budget = int(BUDGET_FRACTION * min(known)) if known else None
     return {"bytes": budget, "fraction": BUDGET_FRACTION, **inputs}
-
-
-def _size(text):
-    """A sysfs cache size such as '32K' in bytes, or None."""
-    try:
-        return parse_size(text)
-    except BadInput:
-        return None
-
-
-_CACHE_FIELDS = (
-    "level",
-    "type",
-    "size",
-    "ways_of_associativity",
-    "coherency_line_size",
-    "number_of_sets",
-)
-
-
-def cache_geometry(root="/"):
-    """The caches of cpu0 from sysfs: level, type, size, ways, line size and sets of each."""
-    caches = []
-    for d in sorted((Path(root) / "sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        level, kind, size, ways, line, sets = (
-            (_read(d, n) or "").strip() or None for n in _CACHE_FIELDS
-        )
-        if not (level and kind and size):
-            continue
-        caches.append(
-            {
-                "level": int(level),
-                "type": kind,
-                "size": _size(size),
-                "ways": int(ways) if ways else None,
-                "line": int(line) if line else None,
-                "sets": int(sets) if sets else None,
-            }
-        )
-    return caches
 
 
 def cpu_count():

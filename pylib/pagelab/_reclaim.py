@@ -15,7 +15,7 @@ from ._errors import BadInput
 from ._native import ffi, lib
 
 SOURCE = "sim"
-PAGE = lib.PL_PAGE  # the base page: page_string's default
+PAGE = lib.pl_page_size()  # the kernel's base page: page_string's default
 _NATIVE = {
     "fifo": lib.PL_RECLAIM_FIFO,
     "lru": lib.PL_RECLAIM_LRU,

@@ -61,6 +61,7 @@ class Result:
     text: str = ""  # free text a workload returned, e.g. a memory map
     summary: tuple = ()  # metric names worth showing in the text summary
     _figure: object = None
+    not_run: str | None = None  # why the experiment did not run here (run all goes on)
 
     def __getitem__(self, label):
         return self._find(self.measurements, "label", label, "measurement")
@@ -103,11 +104,14 @@ class Result:
             ],
             "claims": [c.to_dict() for c in self.claims],
             "notes": self.notes,
+            **({"not_run": self.not_run} if self.not_run else {}),
         }
 
     def __str__(self):
         params = ", ".join(f"{k}={v}" for k, v in self.params.items())
         lines = [f"{self.experiment} ({params}) on a {self.environment.get('profile')} machine"]
+        if self.not_run:
+            return "\n".join(lines + [f"  not run: {self.not_run}"])
         names = self.summary or ()
         for m in self.measurements:
             shown = [_short(m.metrics[n]) for n in names if n in m.metrics]

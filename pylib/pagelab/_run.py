@@ -12,6 +12,7 @@ from ._errors import BadInput, BudgetExceeded
 from ._numbers import format_size, quote
 from ._reading import Reading
 from ._results import Measured, Result
+from ._simconfig import ASSUMED
 
 MIB = 1 << 20
 WORKLOAD = "pagelab._workloads:execute"  # the worker task that runs a C workload
@@ -40,6 +41,7 @@ class Context:
     environment: dict = field(default_factory=environment)
     handle: "RunHandle | None" = None  # set when the run is in the background (start())
     ahead: tuple | None = None  # (worker args, Job): its simulated run, started by run_all
+    sim_config: dict | None = None  # the geometry the simulated run used (SimConfig.to_dict)
 
     def workload(self, events=None, sim=None, what=None, scratch=None, **overrides):
         """Run this experiment's C workload once in a fresh worker; returns (measurements, raw).
@@ -56,8 +58,10 @@ class Context:
         ahead, self.ahead = self.ahead, None
         if ahead is not None and ahead[0] == args:
             raw = ahead[1].result()
-            return measurements(raw), raw
-        return self._call(args, kwargs)
+        else:
+            raw = self._call(args, kwargs)[1]
+        self.sim_config = raw.get("sim")
+        return measurements(raw), raw
 
     def _simulation(self):
         config, overrides = self.module.simulation(self.params)
@@ -96,7 +100,7 @@ class Context:
             self.environment,
             measurements_,
             claims,
-            list(notes),
+            list(notes) + assumed_notes(self.sim_config),
             text,
             summary,
             figure,
@@ -114,6 +118,27 @@ def measurements(raw):
         m = by_label.setdefault(v["label"], Measured(v["label"]))
         m.add(Reading(v["name"], v["value"], v["source"], v["unit"]))
     return list(by_label.values())
+
+
+def assumed_notes(sim_config):
+    """A note per simulated level or TLB whose geometry the machine did not report."""
+    if not sim_config:
+        return []
+    parts = {**sim_config["levels"], **sim_config["tlbs"]}
+    guessed = [
+        f"{name} ({format_size(g['size'])}, {g['ways']}-way)"
+        if "size" in g
+        else f"{name} ({g['entries']} entries, {g['ways']}-way)"
+        for name, g in parts.items()
+        if g["origin"] == ASSUMED
+    ]
+    if not guessed:
+        return []
+    it = "it" if len(guessed) == 1 else "them"
+    return [
+        f"simulated with an assumed {', '.join(guessed)}: this machine does not report {it} "
+        "(pagelab doctor lists what it does report)"
+    ]
 
 
 def check_budget(name, resident):
@@ -207,17 +232,31 @@ class RunHandle(_worker.Background):
 
 
 def run_all(progress=True):
-    """Every experiment with its default (small) parameters."""
+    """Every experiment with its default (small) parameters. One that cannot fit this machine's
+    limits (the memory budget, RLIMIT_AS) is reported as not run, with the reason, and the rest
+    still run."""
     _progress.check(progress)
-    contexts = [_context(name, None, None, progress, {}) for name in experiment_names()]
+    contexts, results = [], {}
+    for name in experiment_names():
+        try:
+            contexts.append(_context(name, None, None, progress, {}))
+        except BudgetExceeded as e:
+            results[name] = not_run(name, str(e))
     _simulate_ahead([ctx for ctx in contexts if ctx.sim], progress)
-    results = []
     for ctx in contexts:
         if callable(progress):
             progress(f"running {ctx.name}")
         with _progress.reporting(ctx.name, progress) as ctx.progress:
-            results.append(ctx.module.run(ctx))
-    return results
+            results[ctx.name] = ctx.module.run(ctx)
+    return [results[name] for name in experiment_names()]
+
+
+def not_run(name, reason):
+    """The Result of an experiment that could not run here: no measurements, and why."""
+    p = _workloads.validate(name, {})
+    w = _workloads.workload(name)
+    shown = {k: w.params[k].shown(v) for k, v in p.items()}
+    return Result(name, shown, environment(), [], [], not_run=reason)
 
 
 def _simulate_ahead(contexts, progress):

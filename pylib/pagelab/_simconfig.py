@@ -2,12 +2,12 @@
 
 Defaults come from the machine: caches from /sys/devices/system/cpu/cpu0/cache, TLBs from
 CPUID (csrc/sim/cpuid.c), and the named PL_SIM_DEFAULT_* values of csrc/include/pl_sim.h where
-the machine does not say. Every geometry carries an ``origin`` that says which.
+the machine does not say (origin "assumed"). Every geometry carries an ``origin`` that says which.
 """
 
 from dataclasses import dataclass, fields, replace
 
-from . import _environment
+from . import _caches
 from ._errors import BadInput
 from ._native import ffi, lib
 from ._numbers import format_size, parse_int, parse_size
@@ -23,6 +23,9 @@ POLICIES = {
     "plru": lib.PL_POLICY_PLRU,
 }
 PAGE_SIZES = {"4k": 4096, "2m": 2 << 20}
+# The origin of a geometry the machine does not report: a stated guess, never passed off as
+# the machine's own.
+ASSUMED = "assumed"
 MAX_LINE = 1 << 30  # as csrc/sim/sim.c: far beyond any real cache line
 
 
@@ -214,29 +217,25 @@ def _pow2_sets(units, ways):
 
 
 def _sysfs_levels(root):
-    """{"l1": CacheGeometry, ...} from sysfs; data or unified caches only."""
-    found = {}
-    for c in _environment.cache_geometry(root):
-        if (
-            c["type"] not in ("Data", "Unified")
-            or not c["size"]
-            or not c["line"]
-            or c["ways"] is None
-            or c["size"] % c["line"]
-        ):
+    """{"l1": CacheGeometry, ...} of the levels the machine reports (pagelab._caches): the level-1
+    data cache, level 2, and the last level from 3 on."""
+    found = {"l1": _caches.level(1, root), "l2": _caches.level(2, root)}
+    found["llc"] = _caches.last_level(root)
+    origin = _caches.source(root)
+    levels = {}
+    for key, c in found.items():
+        if c is None or not c.line or c.ways is None or c.size % c.line:
             continue
-        key = {1: "l1", 2: "l2"}.get(c["level"], "llc")
-        if key == "llc" and "llc" in found and found["llc"][0] > c["level"]:
-            continue  # keep the last level
-        lines = c["size"] // c["line"]
+        lines = c.size // c.line
         # sysfs says 0 ways for a fully associative cache
-        ways, note = _pow2_sets(lines, min(c["ways"], lines) or lines)
-        found[key] = (c["level"], CacheGeometry(c["size"], ways, c["line"], "sysfs" + note))
-    return {k: g for k, (_, g) in found.items()}
+        ways, note = _pow2_sets(lines, min(c.ways, lines) or lines)
+        levels[key] = CacheGeometry(c.size, ways, c.line, origin + note)
+    return levels
 
 
-def _default_levels():
-    line, d = lib.PL_SIM_DEFAULT_LINE, "default"
+def assumed_levels():
+    """The named defaults of pl_sim.h, for levels the machine does not report."""
+    line, d = lib.PL_SIM_DEFAULT_LINE, ASSUMED
     return {
         "l1": CacheGeometry(lib.PL_SIM_DEFAULT_L1_SIZE, lib.PL_SIM_DEFAULT_L1_WAYS, line, d),
         "l2": CacheGeometry(lib.PL_SIM_DEFAULT_L2_SIZE, lib.PL_SIM_DEFAULT_L2_WAYS, line, d),
@@ -265,26 +264,26 @@ def _default_tlbs(page):
     else:
         dtlb = (lib.PL_SIM_DEFAULT_DTLB_ENTRIES, lib.PL_SIM_DEFAULT_DTLB_WAYS)
     return {
-        "dtlb": TLBGeometry(*dtlb, "default"),
-        "stlb": TLBGeometry(
-            lib.PL_SIM_DEFAULT_STLB_ENTRIES, lib.PL_SIM_DEFAULT_STLB_WAYS, "default"
-        ),
+        "dtlb": TLBGeometry(*dtlb, ASSUMED),
+        "stlb": TLBGeometry(lib.PL_SIM_DEFAULT_STLB_ENTRIES, lib.PL_SIM_DEFAULT_STLB_WAYS, ASSUMED),
     }
 
 
 def default_config(root="/", page="4k"):
-    """This machine's hierarchy: caches from sysfs under ``root``, TLBs from CPUID.
+    """This machine's hierarchy: caches from sysfs (pagelab._caches), TLBs from CPUID.
 
-    A level the machine does not report takes its named default (origin "default"), except the
-    LLC: a machine whose sysfs lists caches but no level 3 has none, and the model has none.
+    What the machine does not report is assumed, and says so (origin "assumed"): the L1D and L2
+    take the named defaults of pl_sim.h; the LLC does too when sysfs reports no cache at all
+    (a container that hides them), but a machine that reports caches without a level 3 (arm64
+    servers) has none, and the model has none.
     """
     page = parse_page(page)
     levels = _sysfs_levels(root)
-    defaults = _default_levels()
+    assumed = assumed_levels()
     if not levels:
-        levels = defaults
+        levels = assumed
     for key in ("l1", "l2"):
-        levels.setdefault(key, defaults[key])
+        levels.setdefault(key, assumed[key])
     tlbs = {**_default_tlbs(page), **cpuid_tlbs(page)}
     return SimConfig(
         l1=levels["l1"],

@@ -5,6 +5,7 @@ printed with the counts.
 """
 
 from ._numbers import format_size
+from ._simconfig import ASSUMED
 from ._version import __version__
 
 SOURCE = "sim"
@@ -97,6 +98,11 @@ def _table(title, columns, rows):
     ]
 
 
+def origin_text(origin):
+    """Where a geometry came from, as the reports say it."""
+    return "assumed: this machine reports none" if origin == ASSUMED else f"from {origin}"
+
+
 def stats_text(stats):
     cfg = stats.config
     lines = []
@@ -115,7 +121,7 @@ def stats_text(stats):
     )
     lines.append("geometry:")
     for name, g in cfg.levels + cfg.tlbs:
-        lines.append(f"  {name:<5} {g.describe():<44} from {g.origin}")
+        lines.append(f"  {name:<5} {g.describe():<44} {origin_text(g.origin)}")
     if stats.levels:
         rows = [
             [

@@ -122,7 +122,7 @@ def _value(exp, p, raw):
 
 # ---- facts both sides need: written once in csrc/include/pl_workloads.h, read through the cdef
 
-PAGE = lib.PL_PAGE  # the base page: what one fault maps
+PAGE = lib.pl_page_size()  # the base page, what one fault maps: the kernel's
 HUGE_PAGE = lib.PL_HUGE_PAGE  # a PMD: what one transparent-huge-page fault maps
 CACHE_LINE = lib.PL_CACHE_LINE  # cache: the unit of access
 LATENCY_MAX_SIZES = lib.PL_LAT_MAX_SIZES  # latency: working-set sizes one run can hold

@@ -2,11 +2,44 @@
 
 import statistics
 
+from .. import _caches
+from .. import _environment as env
+from .._numbers import format_size
 from .._reading import Reading
+from .._simconfig import assumed_levels
 from .._workloads import HUGE_PAGE, PAGE  # noqa: F401 (shared by the experiment modules)
 
 MIB = 1 << 20
+# Automatic sweeps (latency, mountain) reach SWEEP_FACTOR x the largest cache, past it by two
+# doublings so that memory's plateau shows, but never beyond SWEEP_CAP_KB: a default run then
+# takes about as long on a server with a 480 MiB L3 as on a laptop with 16 MiB, and a claim about
+# a cache the sweep cannot reach says so. A student reaches further with max_kb.
+SWEEP_FACTOR = 4
+SWEEP_CAP_KB = 128 * 1024
+ASSUMED_LLC = assumed_levels()["llc"].size  # the simulator's LLC where the machine reports none
 BLOCK = 512  # the unit of rusage inblock/oublock: the kernel keeps bytes of I/O, reports them >> 9
+
+
+def caches():
+    """The data caches the machine reports, smallest first: [(name, bytes)], e.g. ("L1d", 32768)."""
+    return [(c.name, c.size) for c in _caches.data_caches()]
+
+
+def sweep_limits():
+    """(want, cap, why) in KiB for an automatic sweep (latency, mountain): it wants to reach
+    SWEEP_FACTOR x the largest cache, may not pass cap (SWEEP_CAP_KB, the memory budget), and
+    ``why`` is the sentence a claim quotes when want is beyond cap (else None)."""
+    found = caches()
+    largest = found[-1][1] if found else ASSUMED_LLC  # what the simulator assumes then
+    want = SWEEP_FACTOR * largest // 1024
+    budget = env.memory_budget()["bytes"]
+    limits = [(SWEEP_CAP_KB, f"an automatic sweep stops at {format_size(SWEEP_CAP_KB << 10)}")]
+    if budget is not None:
+        limits.append((budget // 1024, f"the memory budget is {format_size(budget)}"))
+    cap, why = min(limits)
+    if want <= cap:
+        return want, cap, None
+    return want, cap, f"{why}; a larger max_kb reaches further, within the memory budget"
 
 
 def faults(m):

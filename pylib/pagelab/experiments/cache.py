@@ -1,13 +1,16 @@
 """cache: the lab write-up's do_mem_access. Working sets that fit L1, sequential vs random bases."""
 
-from .. import _environment as env
+from .. import _caches
 from .._errors import BadInput
+from .._numbers import format_size
 from .._results import Claim
+from .._simconfig import assumed_levels
 from .._workloads import CACHE_LINE  # the unit of access: one cache line
 from ._common import MIB, per, ratio_text
 from ._hw_or_sim import attach, ratio, same_source, simulated, why_not
 
 TIMEOUT = 120
+WRITEUP_LINES = 512  # the write-up's working set: 32 KiB, the L1D of its machine
 COUNTS = ("L1-dcache-loads", "L1-dcache-load-misses", "dTLB-load-misses")
 EVENTS = ",".join(COUNTS + ("page-faults", "task-clock"))
 VARIANTS = ("sequential", "random")
@@ -28,7 +31,24 @@ MISS_RATE_MAX = 0.10
 TLB_RATIO_MIN = 3.0
 
 
+def _l1d():
+    """(bytes, where from): the L1D the machine reports, else the one the simulator assumes."""
+    c = _caches.level(1)
+    if c is not None:
+        return c.size, f"L1d {format_size(c.size)} ({_caches.source()})"
+    size = assumed_levels()["l1"].size
+    return size, f"L1d {format_size(size)} (assumed: this machine reports none)"
+
+
+def _resolve(p):
+    """lines as given, or (0) auto: the L1D in 64-byte lines, at most the write-up's 512."""
+    if p["lines"]:
+        return p
+    return {**p, "lines": min(WRITEUP_LINES, _l1d()[0] // CACHE_LINE)}
+
+
 def memory(p):
+    p = _resolve(p)
     if p["lines"] * CACHE_LINE > p["size_mb"] * MIB:
         raise BadInput(
             f"cache: a working set of {p['lines']} lines ({p['lines'] * CACHE_LINE:,} bytes) "
@@ -39,11 +59,12 @@ def memory(p):
 
 
 def simulation(p):
-    """The simulated run: the simulator's defaults, the same parameters."""
-    return {}, {}
+    """The simulated run: the simulator's defaults, the same (resolved) parameters."""
+    return {}, _resolve(p)
 
 
 def run(ctx):
+    ctx.params.update(_resolve(ctx.params))  # the result shows the lines that ran
     p = ctx.params
     measured, _ = ctx.workload(EVENTS)
     sim = simulated(ctx)
@@ -63,17 +84,6 @@ def run(ctx):
     return ctx.result(measured, claims, notes, summary=SUMMARY, figure=figure)
 
 
-def _l1d_size():
-    return next(
-        (
-            c["size"]
-            for c in env.cache_geometry()
-            if c["level"] == 1 and c["type"] in ("Data", "Unified")
-        ),
-        None,
-    )
-
-
 def _l1_low(by, p, sim):
     text = (
         "the L1D read miss rate stays low for sequential and random bases alike: each "
@@ -83,8 +93,7 @@ def _l1_low(by, p, sim):
     if any(r.value is None for r in rates):
         names = [by[v][n] for v in VARIANTS for n in ("L1-dcache-load-misses", "L1-dcache-loads")]
         return Claim("cache-l1-miss-rate-low", text, None, reason=why_not(sim, *names))
-    l1 = _l1d_size()
-    fits = f"L1d {l1 // 1024} KiB (sysfs)" if l1 else "L1d size unknown (no sysfs cache info)"
+    fits = _l1d()[1]
     worst = max(r.value for r in rates)
     return Claim(
         "cache-l1-miss-rate-low",
@@ -93,7 +102,7 @@ def _l1_low(by, p, sim):
         f"sequential {rates[0].value:.2%}, random {rates[1].value:.2%} of "
         f"L1-dcache-loads miss ({rates[0].source}); compulsory share 1/{p['passes']} = "
         f"{1 / p['passes']:.2%}; threshold {MISS_RATE_MAX:.0%}; working set "
-        f"{p['lines'] * CACHE_LINE // 1024} KiB, {fits}",
+        f"{format_size(p['lines'] * CACHE_LINE)}, {fits}",
     )
 
 
@@ -123,7 +132,7 @@ def figure(result):
 
     ms = [result[v] for v in VARIANTS]
     return side_by_side(
-        "cache: 512-line working sets at sequential vs random bases",
+        f"cache: {result.params['lines']}-line working sets at sequential vs random bases",
         bars("L1D load miss rate", list(VARIANTS), [m["l1_load_miss_rate"] for m in ms]),
         bars(
             "dTLB load misses per working set",

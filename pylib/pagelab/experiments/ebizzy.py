@@ -257,7 +257,7 @@ def _faster(by, storms, fixes):
 def _notes(by, storms):
     notes = [
         "transparent huge pages (and mTHP) are off in the workers (PR_SET_THP_DISABLE), "
-        "so every fault maps one 4 KiB page"
+        "so every fault maps one base page"
     ]
     if "malloc" in by and storms:
         m, base = by["malloc"], min(_fpr(by, s).best or 0 for s in storms)

@@ -1,4 +1,4 @@
-"""first-touch: the first write to fresh anonymous memory costs a page fault per 4 KiB page."""
+"""first-touch: the first write to fresh anonymous memory costs a page fault per base page."""
 
 from .. import _environment as env
 from .._results import Claim
@@ -59,7 +59,7 @@ def _fpp(by, label):
 
 def _first(by):
     r = _fpp(by, "first touch")
-    text = "first touch of fresh memory costs about one page fault per 4 KiB page"
+    text = "first touch of fresh memory costs about one page fault per page"
     if why := unavailable(r):
         return Claim("first-touch-fault-per-page", text, None, reason=why)
     return Claim(
@@ -99,7 +99,7 @@ def _populate(by):
 def _huge(by, p):
     text = (
         "transparent huge pages cut first-touch faults by two orders of magnitude (physics: one "
-        "2 MiB page takes the fault of 512 4 KiB pages)"
+        "huge page takes the fault of every base page it holds, 512 on x86-64)"
     )
     mode = env.thp_mode()
     if mode not in ("always", "madvise"):
@@ -173,7 +173,7 @@ def figure(result):
     labels = [m.label for m in variants]
     # linear axes: a log axis cannot draw the zero bars (second touch, populate's touch, the
     # pool's later rounds), and those zeros are the point; each bar is labelled with its value
-    faults = bars("faults per 4 KiB page", labels, [m["faults_per_page"] for m in variants])
+    faults = bars("faults per page", labels, [m["faults_per_page"] for m in variants])
     time = bars("time per MiB (us)", labels, [m["us_per_mib"] for m in variants])
     for panel in (faults, time):
         _label_values(panel.traces[0])

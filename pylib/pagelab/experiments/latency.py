@@ -19,7 +19,7 @@ costs a plateau, not the knees around it.
 import math
 import statistics
 
-from .. import _environment as env
+from .. import _caches
 from .._errors import BadInput
 from .._numbers import format_size as _size  # the one byte-size formatter
 from .._reading import Reading
@@ -27,15 +27,12 @@ from .._results import Claim
 from .._workloads import LATENCY_MAX_SIZES as MAX_SIZES  # one counted region per size
 from .._workloads import latency_sizes as sizes  # the C sweep's own formula (lat_sizes)
 from .._workloads import workload
-from ._common import HUGE_PAGE
+from ._common import HUGE_PAGE, caches, sweep_limits
 from ._hw_or_sim import attach, simulated
 
 TIMEOUT = 300
 COUNTS = ("L1-dcache-load-misses", "LLC-load-misses", "dTLB-load-misses")
 EVENTS = ",".join(COUNTS + ("page-faults",))
-AUTO_FACTOR = 4  # auto max_kb: 4x the largest cache, so memory's plateau shows clearly
-AUTO_CAP_KB = 512 * 1024  # beyond this a sweep takes minutes (the warm-up lap alone)
-FALLBACK_MAX_KB = 64 * 1024  # no cache sizes in sysfs: 4x a 16 MiB LLC, common on lab machines
 PAGES_HUGE = workload("latency").params["pages"].choices.index("huge")
 # Adjacent levels of a memory hierarchy differ by 2x or more (L1 -> L2 ~3x, L2 -> L3 ~3x,
 # L3 -> DRAM 3-10x), reached within an octave or two of sizes: a rise of 1.5x per octave is a
@@ -55,23 +52,13 @@ SUMMARY = (
 )
 
 
-def _caches():
-    """Data and unified caches from sysfs, smallest first: [(name, bytes)]."""
-    found = [c for c in env.cache_geometry() if c["type"] in ("Data", "Unified") and c["size"]]
-    found.sort(key=lambda c: c["size"])
-    return [(f"L{c['level']}{'d' if c['type'] == 'Data' else ''}", c["size"]) for c in found]
-
-
 def _max_kb(p):
-    """max_kb as given, or (0) auto: AUTO_FACTOR x the largest cache, within the budget and
-    MAX_SIZES sizes."""
+    """max_kb as given, or (0) auto: what the automatic sweep wants within its cap
+    (_common.sweep_limits), and within MAX_SIZES sizes."""
     if p["max_kb"]:
         return p["max_kb"]
-    caches = _caches()
-    kb = min(AUTO_FACTOR * caches[-1][1] // 1024, AUTO_CAP_KB) if caches else FALLBACK_MAX_KB
-    budget = env.memory_budget()["bytes"]
-    if budget is not None:
-        kb = min(kb, budget // 1024)
+    want, cap, _ = sweep_limits()
+    kb = min(want, cap)
     if kb < p["min_kb"]:
         return kb  # _resolve says so
     return sizes(p["min_kb"], kb, p["points_per_octave"])[:MAX_SIZES][-1]
@@ -110,6 +97,7 @@ def simulation(p):
 
 
 def run(ctx):
+    limit = sweep_limits()[2] if ctx.params["max_kb"] == 0 else None  # what cut an auto sweep short
     ctx.params.update(_resolve(ctx.params))  # the result shows the max_kb that ran
     p = ctx.params
     measured, _ = ctx.workload(EVENTS)
@@ -124,10 +112,10 @@ def run(ctx):
             "sim": p["loads"] * SIM_OVERRIDES["repeats"],
         }
         _per_load(m, timed)
-    curve, levels, knees, caches = _analyse(points)
+    curve, levels, knees, found = _analyse(points)
     claims = [
-        _plateaus(levels, caches, curve),
-        *_near(knees, caches, curve, ctx.environment.get("hypervisor")),
+        _plateaus(levels, found, curve, limit),
+        *_near(knees, found, curve, ctx.environment.get("hypervisor"), limit),
     ]
     notes = _notes(p, buffer, points, sim)
     return ctx.result(
@@ -156,7 +144,7 @@ def _per_load(m, timed):
 def _analyse(points):
     curve = _despike([(_bytes(m.label), m["ns_per_load"].value) for m in points])
     climbs = _transitions(curve)
-    return curve, _plateaus_of(curve, climbs), _knees(curve, climbs), _caches()
+    return curve, _plateaus_of(curve, climbs), _knees(curve, climbs), caches()
 
 
 # ---- the analysis: pure functions of (bytes, ns) points, so tests can feed made-up curves ----
@@ -237,7 +225,7 @@ def _passed(caches, curve):
     return [(n, c) for n, c in caches if curve[0][0] <= c / NEAR and curve[-1][0] >= c * NEAR]
 
 
-def _plateaus(levels, caches, curve):
+def _plateaus(levels, caches, curve, limit=None):
     text = (
         "load latency forms plateaus: flat while the working set fits one level of the "
         "memory hierarchy, stepping up between levels"
@@ -250,7 +238,8 @@ def _plateaus(levels, caches, curve):
             text,
             None,
             reason=f"the sweep ({_size(curve[0][0])}-{_size(curve[-1][0])}) does not "
-            "reach 4x any reported cache, so no second plateau can show",
+            "reach 4x any reported cache, so no second plateau can show"
+            + (f": {limit}" if limit else ""),
         )
     needed = 3 if len(beyond) >= 2 else 2
     shown = ", ".join(
@@ -266,23 +255,19 @@ def _plateaus(levels, caches, curve):
     )
 
 
-def _near(knees, caches, curve, hypervisor=False):
-    """One claim per reported cache: a knee within NEAR x of its size."""
-    if not caches:
-        return [
-            Claim(
-                "latency-knees",
-                "knees in load latency lie near the cache sizes the machine reports",
-                None,
-                reason="this machine reports no cache sizes in "
-                "sysfs (/sys/devices/system/cpu/cpu0/cache)",
-            )
-        ]
+def _near(knees, caches, curve, hypervisor=False, limit=None):
+    """One claim per cache level, the standard ones (L1d, L2, L3) whether reported or not: a knee
+    within NEAR x of its size. ``limit`` says what kept an automatic sweep short, if anything."""
     passed = _passed(caches, curve)
+    sizes = dict(caches)
     claims = []
-    for name, c in caches:
+    for name in dict.fromkeys([*_caches.STANDARD.values(), *sizes]):
         cid = f"latency-knee-{name.lower()}"
         text = f"a knee in load latency lies within 2x of the {name} size the machine reports"
+        c = sizes.get(name)
+        if c is None:
+            claims.append(Claim(cid, text, None, reason=f"this machine reports no {name}"))
+            continue
         if (name, c) not in passed:
             claims.append(
                 Claim(
@@ -291,7 +276,7 @@ def _near(knees, caches, curve, hypervisor=False):
                     None,
                     reason=f"the sweep ({_size(curve[0][0])}-"
                     f"{_size(curve[-1][0])}) does not reach from {_size(c / NEAR)} "
-                    f"to {_size(c * NEAR)}",
+                    f"to {_size(c * NEAR)}" + (f": {limit}" if limit else ""),
                 )
             )
             continue
@@ -308,7 +293,9 @@ def _near(knees, caches, curve, hypervisor=False):
                 "; this is a VM: the last-level cache is shared with the host and other "
                 "guests, so the share it gets can be far smaller than the size reported"
             )
-        claims.append(Claim(cid, text, ok, evidence + " (sizes from sysfs, knees from clock)"))
+        claims.append(
+            Claim(cid, text, ok, f"{evidence} (sizes from {_caches.source()}, knees from clock)")
+        )
     return claims
 
 

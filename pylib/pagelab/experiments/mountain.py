@@ -8,19 +8,17 @@ The claims are physics with wide margins, judged only where the sweep brackets t
   fetched, a stride of one line uses one; stride 1 is >= WORD_VS_LINE times faster (8x ideal).
 """
 
-from .. import _environment as env
+from .. import _caches
 from .._errors import BadInput
+from .._numbers import format_size as _size
 from .._reading import Reading
 from .._results import Claim
 from .._workloads import CACHE_LINE as LINE  # a cache line on x86-64 and most arm64 cores
 from .._workloads import MOUNTAIN_MAX_POINTS as MAX_POINTS  # one value per point
 from .._workloads import MOUNTAIN_WORD as WORD  # bytes per load
-from ._common import ratio_text
+from ._common import SWEEP_FACTOR, caches, ratio_text, sweep_limits
 
 TIMEOUT = 300
-AUTO_FACTOR = 4  # auto max_kb: 4x the largest cache, past every cache by two doublings
-AUTO_CAP_KB = 256 * 1024  # beyond this the sweep takes minutes
-FALLBACK_MAX_KB = 64 * 1024  # no cache sizes in sysfs: 4x a 16 MiB LLC
 SMALL_VS_LARGE = 2.0  # wide margin under the >= 10x of L1 vs DRAM
 WORD_VS_LINE = 2.0  # wide margin under the 8x of 8 words per line fetched
 
@@ -34,21 +32,10 @@ def sizes(min_kb, max_kb):
     return out
 
 
-def _caches():
-    """Data and unified caches from sysfs, smallest first: [(name, bytes)]."""
-    found = [c for c in env.cache_geometry() if c["type"] in ("Data", "Unified") and c["size"]]
-    found.sort(key=lambda c: c["size"])
-    return [(f"L{c['level']}{'d' if c['type'] == 'Data' else ''}", c["size"]) for c in found]
-
-
 def _auto_max_kb(min_kb):
-    """min_kb doubled until it is AUTO_FACTOR x the largest cache, within the cap and budget."""
-    caches = _caches()
-    want = AUTO_FACTOR * caches[-1][1] // 1024 if caches else FALLBACK_MAX_KB
-    cap = AUTO_CAP_KB
-    budget = env.memory_budget()["bytes"]
-    if budget is not None:
-        cap = min(cap, budget // 1024)
+    """min_kb doubled until it reaches what the automatic sweep wants, within its cap
+    (_common.sweep_limits)."""
+    want, cap, _ = sweep_limits()
     kb = min_kb
     while kb < want and kb * 2 <= cap:
         kb *= 2
@@ -74,10 +61,12 @@ def memory(p):
 
 
 def run(ctx):
+    limit = sweep_limits()[2] if ctx.params["max_kb"] == 0 else None  # what cut an auto sweep short
     ctx.params.update(_resolve(ctx.params))  # the result shows the max_kb that ran
     measured, _ = ctx.workload()
     grid = surface(measured)
-    claims = [_temporal(grid, _caches()), _spatial(grid, _caches())]
+    found = caches()
+    claims = [_temporal(grid, found, limit), _spatial(grid, found, limit)]
     sweep = next((m for m in measured if m.label == "sweep"), None)
     notes = [
         "MB/s is 10^6 bytes read per second of the reading thread's CPU time "
@@ -102,18 +91,12 @@ def surface(measured):
     return out
 
 
-def _size(b):
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if b >= 1 << shift:
-            return f"{b / (1 << shift):.3g} {unit}"
-    return f"{b} B"
-
-
-def _ends(grid, caches):
+def _ends(grid, caches, limit=None):
     """(small_kb, large_kb, why_not): the smallest size if it fits half the L1d, the largest if
-    it is >= 4x the largest cache; why_not says what the sweep misses."""
+    it is >= 4x the largest cache; why_not says what the sweep misses (and ``limit`` what kept
+    an automatic sweep short)."""
     if not caches:
-        return None, None, "this machine reports no cache sizes in sysfs"
+        return None, None, "this machine reports no cache sizes"
     kbs = sorted({kb for kb, _ in grid})
     l1, llc = caches[0][1], caches[-1][1]
     if kbs[0] * 1024 > l1 // 2:
@@ -123,22 +106,22 @@ def _ends(grid, caches):
             f"the smallest working set ({_size(kbs[0] * 1024)}) does not fit in half the "
             f"{caches[0][0]} ({_size(l1)})",
         )
-    if kbs[-1] * 1024 < AUTO_FACTOR * llc:
+    if kbs[-1] * 1024 < SWEEP_FACTOR * llc:
         return (
             None,
             None,
             f"the largest working set ({_size(kbs[-1] * 1024)}) is not 4x the "
-            f"{caches[-1][0]} ({_size(llc)})",
+            f"{caches[-1][0]} ({_size(llc)})" + (f": {limit}" if limit else ""),
         )
     return kbs[0], kbs[-1], None
 
 
-def _temporal(grid, caches):
+def _temporal(grid, caches, limit=None):
     text = (
         "reading one word per cache line, a working set that fits the L1 data cache is read at "
         "least 2x faster than one 4x the last-level cache (physics: hits against misses)"
     )
-    small, large, why = _ends(grid, caches)
+    small, large, why = _ends(grid, caches, limit)
     stride = LINE // WORD
     if why is None and (small, stride) not in grid:
         why = f"the sweep has no stride of {stride} words (one cache line)"
@@ -151,16 +134,16 @@ def _temporal(grid, caches):
         text,
         ratio >= SMALL_VS_LARGE,
         f"{_size(small * 1024)}: {fast:,.0f} MB/s, {_size(large * 1024)}: {slow:,.0f} MB/s, "
-        f"{ratio_text(ratio)} (clock; cache sizes from sysfs)",
+        f"{ratio_text(ratio)} (clock; cache sizes from {_caches.source()})",
     )
 
 
-def _spatial(grid, caches):
+def _spatial(grid, caches, limit=None):
     text = (
         "in a working set 4x the last-level cache, reading every word is at least 2x faster "
         "than reading one word per cache line (physics: 8 words used per line fetched, not 1)"
     )
-    _, large, why = _ends(grid, caches)
+    _, large, why = _ends(grid, caches, limit)
     stride = LINE // WORD
     if why is None and (large, stride) not in grid:
         why = f"the sweep has no stride of {stride} words (one cache line)"
