@@ -37,11 +37,10 @@ struct pl_block {
     uint64_t tag[];
 };
 
-/* Where one set's slots and state live: dense arrays or a lazy block. */
-struct set_ref {
-    uint64_t *tag, *stamp, *word;
-    uint8_t *dirty, *fp;
-    uint32_t *fill;
+/* A lazy block's arrays: cap tags, cap stamps (NULL without), cap dirty flags. */
+struct slots {
+    uint64_t *tag, *stamp;
+    uint8_t *dirty;
 };
 
 static int pow2(uint64_t x)
@@ -61,12 +60,11 @@ static size_t block_bytes(const struct pl_cache *c, uint32_t cap)
     return (bytes + 7) & ~(size_t)7; /* the next block's tags stay aligned */
 }
 
-static struct set_ref block_ref(const struct pl_cache *c, struct pl_block *b)
+static struct slots block_slots(const struct pl_cache *c, struct pl_block *b)
 {
     uint64_t *stamp = stamped(c) ? b->tag + b->cap : NULL;
     uint8_t *dirty = (uint8_t *)(b->tag + b->cap * (1 + (stamp != NULL)));
-    return (struct set_ref){
-        .tag = b->tag, .stamp = stamp, .word = &b->word, .dirty = dirty, .fill = &b->fill};
+    return (struct slots){b->tag, stamp, dirty};
 }
 
 void pl_cache_index_init(struct pl_cache *c, uint64_t sets)
@@ -281,41 +279,40 @@ PL_HOT void count_miss(struct pl_cache *c, uint64_t line, int is_write, int shad
         c->n.compulsory++;
 }
 
-/* line enters set s (a miss): a free way if there is one, else the policy's victim. */
-PL_HOT int replace(struct pl_cache *c, const struct set_ref *s, uint64_t line, int is_write,
-                   uint8_t **dirty)
+/* The way a full set gives up: the policy's victim. The set's order word or PLRU bits are
+ * words[set], its ways' stamps stamps[base ..]; each is read only under its policies. */
+PL_HOT uint32_t victim(struct pl_cache *c, const uint64_t *words, uint64_t set,
+                       const uint64_t *stamps, uint64_t base)
 {
-    int flags = 0;
-    uint32_t w, fill = *s->fill;
-    if (fill < c->ways) {
-        w = fill; /* free ways first, in order */
-        *s->fill = fill + 1;
-    } else {
-        if (c->ordered)
-            w = (uint32_t)(*s->word >> 4 * (c->ways - 1)) & 15; /* the last in order */
-        else if (c->policy == PL_POLICY_PLRU)
-            w = plru_victim(*s->word, c->plru_depth);
-        else if (c->policy == PL_POLICY_RANDOM)
-            w = random_way(c);
-        else
-            w = oldest_way(s->stamp, c->ways);
-        flags = PL_SIM_EVICT;
-        c->n.evictions++;
-        c->n.writebacks += s->dirty[w];
-    }
-    s->tag[w] = line;
-    if (s->fp)
-        s->fp[w] = pl_cache_fingerprint(line);
     if (c->ordered)
-        *s->word = *s->word << 4 | w;
-    else if (s->stamp)
-        s->stamp[w] = ++c->clock;
+        return (uint32_t)(words[set] >> 4 * (c->ways - 1)) & 15; /* the last in order */
     if (c->policy == PL_POLICY_PLRU)
-        pl_cache_plru_touch(s->word, c->plru_depth, w);
-    s->dirty[w] = (uint8_t)(is_write != 0);
-    *dirty = &s->dirty[w];
+        return plru_victim(words[set], c->plru_depth);
+    if (c->policy == PL_POLICY_RANDOM)
+        return random_way(c);
+    return oldest_way(stamps + base, c->ways);
+}
+
+/* Way w of the set (slot slot) now holds a new line, the most recently used (filled) one. */
+PL_HOT void fill_way(struct pl_cache *c, uint64_t *words, uint64_t set, uint64_t *stamps,
+                     uint64_t slot, uint32_t w)
+{
+    if (c->ordered)
+        words[set] = words[set] << 4 | w;
+    else if (stamps)
+        stamps[slot] = ++c->clock;
+    if (c->policy == PL_POLICY_PLRU)
+        pl_cache_plru_touch(&words[set], c->plru_depth, w);
+}
+
+/* The miss's bookkeeping once line is in: its dirty flag and the MRU. */
+PL_HOT int filled(struct pl_cache *c, uint64_t line, uint8_t *d, int is_write, int flags,
+                  uint8_t **dirty)
+{
+    *d = (uint8_t)(is_write != 0);
+    *dirty = d;
     c->mru_line = line;
-    c->mru_dirty = *dirty;
+    c->mru_dirty = d;
     c->mru_valid = 1;
     return flags;
 }
@@ -324,22 +321,29 @@ int pl_cache_miss(struct pl_cache *c, uint64_t set, uint64_t line, int is_write,
                   int shadow_hit)
 {
     uint64_t base = set * c->ways;
+    uint32_t w, fill = c->fill[set];
     if (line == PL_NO_LINE) {
         /* the one line number that equals the empty-slot tag: only valid slots count */
-        for (uint32_t i = 0; i < c->fill[set]; i++)
+        for (uint32_t i = 0; i < fill; i++)
             if (c->tag[base + i] == line)
                 return pl_cache_hit(c, line, set, base, (int)i, is_write, dirty);
     }
     count_miss(c, line, is_write, shadow_hit);
-    struct set_ref s = {
-        .tag = c->tag + base,
-        .stamp = c->stamp ? c->stamp + base : NULL,
-        .word = c->word ? c->word + set : NULL,
-        .dirty = c->dirty + base,
-        .fp = c->fp + base,
-        .fill = c->fill + set,
-    };
-    return replace(c, &s, line, is_write, dirty);
+    int flags = 0;
+    if (fill < c->ways) {
+        w = fill; /* free ways first, in order */
+        c->fill[set] = fill + 1;
+    } else {
+        w = victim(c, c->word, set, c->stamp, base);
+        flags = PL_SIM_EVICT;
+        c->n.evictions++;
+        c->n.writebacks += c->dirty[base + w];
+    }
+    uint64_t slot = base + w;
+    c->tag[slot] = line;
+    c->fp[slot] = pl_cache_fingerprint(line);
+    fill_way(c, c->word, set, c->stamp, slot, w);
+    return filled(c, line, &c->dirty[slot], is_write, flags, dirty);
 }
 
 static int fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
@@ -413,7 +417,7 @@ static struct pl_block *grow_set(struct pl_cache *c, uint64_t set, struct pl_blo
     nb->cap = cap;
     nb->word = b ? b->word : 0;
     if (b) {
-        struct set_ref from = block_ref(c, b), to = block_ref(c, nb);
+        struct slots from = block_slots(c, b), to = block_slots(c, nb);
         memcpy(to.tag, from.tag, b->fill * sizeof *to.tag);
         if (to.stamp)
             memcpy(to.stamp, from.stamp, b->fill * sizeof *to.stamp);
@@ -430,17 +434,17 @@ static int lazy_access(struct pl_cache *c, uint64_t set, uint64_t line, int is_w
 {
     struct pl_leaf *leaf = c->dir[set >> PL_LEAF_SHIFT];
     struct pl_block *b = leaf ? leaf->set[set & (PL_LEAF_SETS - 1)] : NULL;
-    uint32_t fill = b ? b->fill : 0;
-    for (uint32_t w = 0; w < fill; w++) {
+    uint32_t w, fill = b ? b->fill : 0;
+    for (w = 0; w < fill; w++) {
         if (b->tag[w] != line)
             continue;
-        struct set_ref s = block_ref(c, b);
+        struct slots s = block_slots(c, b);
         if (c->policy == PL_POLICY_LRU && c->ordered)
-            pl_cache_order_touch(s.word, w);
+            pl_cache_order_touch(&b->word, w);
         else if (c->policy == PL_POLICY_LRU)
             s.stamp[w] = ++c->clock;
         else if (c->policy == PL_POLICY_PLRU)
-            pl_cache_plru_touch(s.word, c->plru_depth, w);
+            pl_cache_plru_touch(&b->word, c->plru_depth, w);
         s.dirty[w] |= (uint8_t)(is_write != 0);
         *dirty = &s.dirty[w];
         c->mru_line = line;
@@ -458,8 +462,20 @@ static int lazy_access(struct pl_cache *c, uint64_t set, uint64_t line, int is_w
         c->mru_valid = 0;
         return 0;
     }
-    struct set_ref s = block_ref(c, b);
-    return replace(c, &s, line, is_write, dirty);
+    struct slots s = block_slots(c, b);
+    int flags = 0;
+    if (fill < c->ways) {
+        w = fill; /* free ways first, in order */
+        b->fill = fill + 1;
+    } else {
+        w = victim(c, &b->word, 0, s.stamp, 0);
+        flags = PL_SIM_EVICT;
+        c->n.evictions++;
+        c->n.writebacks += s.dirty[w];
+    }
+    b->tag[w] = line;
+    fill_way(c, &b->word, 0, s.stamp, w, w);
+    return filled(c, line, &s.dirty[w], is_write, flags, dirty);
 }
 
 int pl_cache_access_other(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
