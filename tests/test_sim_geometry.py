@@ -7,6 +7,7 @@ policy, the same per-set traffic through a small power-of-two level, which
 tests/test_sim_reference.py and tests/test_sim_cachegrind.py check on their own.
 """
 
+import errno
 import json
 import subprocess
 import sys
@@ -30,9 +31,8 @@ def set_of(sets, lines):
     """The model's set numbers of lines (pl_sim_set_of)."""
     lines = np.asarray(lines, dtype=np.uint64)
     out = np.zeros(len(lines), dtype=np.uint64)
-    lib.pl_sim_set_of(
-        sets, ffi.from_buffer("uint64_t[]", lines), len(lines), ffi.from_buffer("uint64_t[]", out)
-    )
+    pl, po = ffi.from_buffer("uint64_t[]", lines), ffi.from_buffer("uint64_t[]", out)
+    assert lib.pl_sim_set_of(sets, pl, len(lines), po) == 0
     return [int(v) for v in out]
 
 
@@ -57,6 +57,12 @@ def test_set_index_is_the_line_number_mod_sets(sets):
     edges |= {int(v) for v in rng.integers(0, 1 << 63, 2000, dtype=np.uint64) * 2 + 1}
     lines = sorted(v for v in edges if 0 <= v <= top)
     assert set_of(sets, lines) == [v % sets for v in lines]
+
+
+def test_set_index_of_no_sets_is_refused():
+    """Zero sets is no geometry: EINVAL, nothing divided by zero."""
+    one = ffi.new("uint64_t[]", [5])
+    assert lib.pl_sim_set_of(0, one, 1, one) == -errno.EINVAL and one[0] == 5
 
 
 def test_set_index_of_every_small_line_number():

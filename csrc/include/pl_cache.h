@@ -95,7 +95,7 @@ void pl_cache_free(struct pl_cache *c);
 void pl_cache_reset(struct pl_cache *c);
 /* 0, or -ENOMEM if the level or its classification ran out of memory (counts incomplete). */
 int pl_cache_error(const struct pl_cache *c);
-/* Only the set arithmetic of a level of sets sets (pl_sim_set_of's, for tests). */
+/* Sets up only c's set arithmetic, for sets (>= 1) sets: pl_sim_set_of's. */
 void pl_cache_index_init(struct pl_cache *c, uint64_t sets);
 /* The miss path of pl_cache_lookup (and its careful path for line == PL_NO_LINE). */
 int pl_cache_miss(struct pl_cache *c, uint64_t set, uint64_t line, int is_write, uint8_t **dirty,
@@ -109,9 +109,10 @@ int pl_cache_access_other(struct pl_cache *c, uint64_t line, int is_write, uint8
 
 #define PL_BYTES 0x0101010101010101ull
 
-/* x mod d without dividing, exact for every 64-bit x: Lemire, Kaser and Kurz, "Faster
- * remainder by direct computation" (2019), with a 128-bit magic = ceil(2^128 / d): its low
- * 128 bits of magic * x are the fraction x / d, and that fraction times d is the remainder. */
+/* x mod d without dividing, exact for every 64-bit x and d: Lemire, Kaser and Kurz, "Faster
+ * remainder by direct computation" (2019), with a 128-bit magic = ceil(2^128 / d). The low
+ * 128 bits of magic * x are the fractional part of x / d in units of 2^-128; times d, its
+ * integer part is the remainder. */
 PL_HOT uint64_t pl_fastmod(uint64_t x, pl_u128 magic, uint64_t d)
 {
     pl_u128 frac = magic * x;

@@ -131,8 +131,9 @@ void pl_sim_reset(struct pl_sim *sim);
  * (the counts are then incomplete). */
 int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out);
 
-/* out[i] = line[i] mod sets, computed as the model computes set numbers; for tests. */
-void pl_sim_set_of(uint64_t sets, const uint64_t *line, size_t n, uint64_t *out);
+/* out[i] = line[i] mod sets, computed as the model computes set numbers; for tests. 0, or
+ * -EINVAL for no sets. */
+int pl_sim_set_of(uint64_t sets, const uint64_t *line, size_t n, uint64_t *out);
 
 /* The full model for one access; returns the first level's outcome for its last line
  * (PL_SIM_HIT, PL_SIM_EVICT bits). Always correct, also when the fast path would apply. */

@@ -67,10 +67,10 @@ int pl_classifier_init(struct pl_classifier *k, uint32_t cap)
     k->first_bits = bits < PL_LRU_FIRST_BITS ? bits : PL_LRU_FIRST_BITS;
     k->nodes = first_nodes(k);
     k->node = pl_big_alloc(k->nodes, sizeof *k->node);
-    k->slot = pl_big_zalloc(1ull << k->first_bits, sizeof *k->slot);
+    k->slot = pl_big_alloc(1ull << k->first_bits, sizeof *k->slot); /* reset clears it */
     set_table_bits(k, k->first_bits);
     unsigned cbits = log2_ceil(PL_SEEN_INITIAL_SLOTS);
-    k->chunk = pl_big_zalloc(1ull << cbits, sizeof *k->chunk);
+    k->chunk = pl_big_alloc(1ull << cbits, sizeof *k->chunk);
     k->chunk_mask = (1ull << cbits) - 1;
     k->chunk_shift = 64 - cbits;
     k->bits_cap = PL_SEEN_INITIAL_SLOTS / 2;
