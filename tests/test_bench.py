@@ -18,6 +18,8 @@ KEYS = {
     "worker_start_s",
     "sim.accesses_per_s.seq8",
     "sim.accesses_per_s.new_line",
+    "sim.llc_480m_vs_32m.time",
+    "sim.llc_480m_vs_32m.rss",
     "sim.trace_lines_per_s",
     "sim.cachelab_command_s",
     "sim.vs_csimref.speedup",

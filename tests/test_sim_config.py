@@ -53,14 +53,19 @@ def test_defaults_come_from_sysfs_and_say_so(tmp_path):
     assert cfg.check() is cfg
 
 
-def test_sysfs_geometry_without_power_of_two_sets_is_widened_and_noted(tmp_path):
-    """A 30 MiB 20-way LLC (24576 sets) becomes 30-way with 16384 sets, and the origin says so."""
+def test_sysfs_geometry_without_power_of_two_sets_is_taken_as_reported(tmp_path):
+    """A 480 MiB 16-way LLC (491,520 sets) is modelled as the machine reports it, and runs."""
     root = fake_sysfs(
-        tmp_path, [(1, "Data", "32K", 8, 64, 64), (3, "Unified", "30720K", 20, 64, 24576)]
+        tmp_path,
+        [
+            (1, "Data", "48K", 12, 64, 64),
+            (2, "Unified", "2048K", 16, 64, 2048),
+            (3, "Unified", "491520K", 16, 64, 491520),
+        ],
     )
-    llc = default_config(root).llc
-    assert (llc.size, llc.ways, llc.sets) == (30 << 20, 30, 16384)
-    assert "reports 20-way" in llc.origin
+    cfg = default_config(root)
+    assert cfg.llc == CacheGeometry(480 << 20, 16, 64, "sysfs") and cfg.llc.sets == 491520
+    assert Simulator(cfg).config.llc.sets == 491520
 
 
 def test_missing_sysfs_falls_back_to_named_defaults(tmp_path):
@@ -86,7 +91,7 @@ def test_tlb_defaults_are_from_cpuid_or_named_defaults():
         cfg = default_config(page=page)
         for _, t in cfg.tlbs:
             assert t.origin.startswith(("cpuid 0x", "default"))
-            assert t.sets & (t.sets - 1) == 0 and t.entries == t.sets * t.ways
+            assert t.entries == t.sets * t.ways
         if cfg.dtlb.origin == "default":
             assert cfg.dtlb.entries == (
                 lib.PL_SIM_DEFAULT_DTLB_ENTRIES
@@ -127,7 +132,7 @@ def test_config_and_stats_print_the_geometry():
 @pytest.mark.parametrize(
     "spec,message",
     [
-        ({"l1": "48K:8:64"}, "power of two"),
+        ({"l1": "48K:7:64"}, "not divisible by ways"),
         ({"l1": "32K:8:48"}, "line size 48"),
         ({"l1": "32K:0:64"}, "ways must be"),
         ({"l1": "1000:1:64"}, "whole number of 64-byte lines"),
@@ -145,7 +150,7 @@ def test_config_and_stats_print_the_geometry():
         ({"classify": "yes"}, "classify"),
         ({"colour": "red"}, "unknown config key"),
         ({"l1": "64K:8:8192", "page": "4k"}, "larger than"),
-        ({"llc": "1G:1:64"}, "more than the simulator"),
+        ({"llc": "32G:1:64"}, "more than the simulator"),
     ],
 )
 def test_simulator_rejects_bad_configs_with_one_line(spec, message):
@@ -231,7 +236,7 @@ def test_replay_counts_records_and_returns_what_the_trace_held(small, tmp_path):
         ((1, 1, -2), "-b must be"),
         ((1.5, 1, 1), "-s must be"),
         ((1, 1, 31), "too large"),
-        ((20, 8, 4), "too large"),
+        ((26, 8, 4), "too large"),
     ],
 )
 def test_cachelab_rejects_impossible_geometry(tmp_path, args, message):

@@ -148,7 +148,7 @@ def _config(size=1024, ways=2, line=64, policy=None, tlb=None, page=4096):
 @pytest.mark.parametrize(
     "kw",
     [
-        {"size": 1536},  # 12 lines in 2 ways: 6 sets
+        {"size": 1600},  # 25 lines in 2 ways: no whole number of sets
         {"line": 48},  # not a power of two
         {"ways": 0},
         {"size": 1000},  # not whole lines

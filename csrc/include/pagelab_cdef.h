@@ -354,6 +354,7 @@ int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out);
 void pl_sim_destroy(struct pl_sim *sim);
 void pl_sim_reset(struct pl_sim *sim);
 int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out);
+int pl_sim_set_of(uint64_t sets, const uint64_t *line, size_t n, uint64_t *out);
 int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
 void pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
 void pl_sim_access_array(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,

@@ -15,62 +15,116 @@
 #define PL_CACHE_SCAN_WAYS 16
 /* Widest set whose LRU/FIFO order fits one 64-bit word of 4-bit way numbers. */
 #define PL_CACHE_ORDER_WAYS 16
+/* Levels of more lines than this are lazy: their sets are allocated on first touch and grow
+ * with their fill, so memory follows the lines touched, not the capacity. Smaller ones (every
+ * L1 and TLB, most L2s) keep dense arrays, whose lookup is the inline hot path. 2^20 lines are
+ * 64 MiB of 64-byte lines, about 11 MB of dense tables. */
+#define PL_CACHE_DENSE_LINES (1u << 20)
 
 /* Tag of an empty slot. Only a 1-byte-line cache could see it as a real line number (address
  * 2^64 - 1); pl_cache_access sends that one address down the careful path. */
 #define PL_NO_LINE UINT64_MAX
 
+__extension__ typedef unsigned __int128 pl_u128;
+
+/* Lazy levels (cache.c): a page of set pointers, one set's slots, a mapped chunk. */
+struct pl_leaf;
+struct pl_block;
+struct pl_chunk;
+/* Sizes of a lazy set's slots: ceil(log2(room)) for room up to PL_SIM_MAX_WAYS ways. */
+#define PL_BLOCK_CLASSES 13
+
 struct pl_cache {
     unsigned shift; /* log2 bytes per line (per page for a TLB) */
     uint32_t ways;
-    uint64_t set_mask; /* sets - 1 */
-    int policy;        /* PL_POLICY_* */
-    /* Per set, ways slots starting at set * ways; slots [0, fill[set]) are valid (the model
-     * never invalidates a line, so the valid slots stay a prefix). */
+    uint64_t sets;
+    uint64_t set_mask; /* sets - 1, when sets is a power of two */
+    pl_u128 mod;       /* otherwise ceil(2^128 / sets), for pl_cache_set's reduction; else 0 */
+    /* 1: dense, with a power-of-two number of sets, looked up inline by pl_cache_access. 0: a
+     * set number that needs the reduction, a lazy level or a list; pl_cache_access_other. */
+    int masked;
+    int policy;  /* PL_POLICY_* */
+    int ordered; /* LRU or FIFO order kept in one word per set (at most PL_CACHE_ORDER_WAYS) */
+    /* Dense levels: per set, ways slots starting at set * ways; slots [0, fill[set]) are valid
+     * (the model never invalidates a line, so the valid slots stay a prefix). */
     uint64_t *tag;
     uint8_t *fp; /* per slot, the fingerprint of its tag (pl_cache_find), and 8 spare bytes */
-    /* LRU and FIFO order of each set of at most PL_CACHE_ORDER_WAYS ways: its way numbers in
-     * 4-bit nibbles, most recently used (filled) first, so a lookup needs neither a search for
-     * the victim nor a stamp per slot. Positions at and beyond fill[set] hold leftovers, which
-     * the lowest-match search below never reaches. NULL for wider sets, which use stamp, and under
-     * PLRU and random. */
-    uint64_t *order;
+    /* Per set, one word: under LRU and FIFO with ordered sets, its way numbers in 4-bit nibbles,
+     * most recently used (filled) first, so a lookup needs neither a search for the victim nor
+     * a stamp per slot (positions at and beyond the fill hold leftovers, which the lowest-match
+     * search below never reaches); under PLRU its tree bits (bit n set = the victim is right of
+     * node n). NULL under random and for wider LRU/FIFO sets, which use stamp. */
+    uint64_t *word;
     uint64_t *stamp; /* wide LRU: time of last use; wide FIFO: time of fill; else NULL */
     uint8_t *dirty;
     uint32_t *fill;
-    uint64_t *plru;      /* PLRU: tree bits per set; bit n set = the victim is right of node n */
+    /* Lazy levels (tag == NULL): sets >> PL_LEAF_SHIFT leaf pointers, NULL until a set of the
+     * leaf is touched, and the list of allocated leaves, which reset walks. Leaves and sets
+     * live in chunks of pages (bump allocated; a set that outgrows its block leaves it on the
+     * free list of its size), which reset unmaps. */
+    struct pl_leaf **dir;
+    struct pl_leaf *leaves;
+    struct pl_chunk *chunks;
+    char *bump, *bump_end;
+    struct pl_block *free_block[PL_BLOCK_CLASSES];
     unsigned plru_depth; /* log2 ways */
     uint64_t clock;      /* stamps: one tick per access that changes one */
     uint64_t seed, rng;  /* RANDOM: xorshift64* state, rewound to seed on reset */
-    /* The most recently accessed line and its slot. Accessing it again changes no replacement
-     * state under any policy (nor the classification shadow, where it is the head), so that
-     * hit needs no lookup. mru_valid is 0 after a reset. */
-    uint64_t mru_line, mru_slot;
+    /* The most recently accessed line and its dirty flag. Accessing it again changes no
+     * replacement state under any policy (nor the classification shadow, where it is the head),
+     * so that hit needs no lookup. mru_valid is 0 after a reset. */
+    uint64_t mru_line;
+    uint8_t *mru_dirty;
     int mru_valid;
     /* One set of more than PL_CACHE_SCAN_WAYS ways under LRU (AMD's fully associative
      * DTLBs, say): an exact LRU list with a hash index replaces the linear scans, and slot
      * numbers are its node numbers. NULL otherwise. */
     struct pl_classifier *fa;
     struct pl_classifier *cls; /* NULL without classification */
-    int err;                   /* -ENOMEM once classification could not grow */
+    int err;                   /* -ENOMEM once a lazy set or classification could not grow */
+    uint8_t spare;             /* the dirty flag of a line that found no room (err) */
     struct pl_sim_counts n;
 };
 
-/* lines = sets * ways. 0, -EINVAL or -ENOMEM (then nothing is left allocated). */
+/* lines = sets * ways, any whole number of sets. 0, -EINVAL or -ENOMEM (then nothing is left
+ * allocated). */
 int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned shift, int policy,
                   uint64_t seed, int classify);
 void pl_cache_free(struct pl_cache *c);
+/* Empty, zero counts. Cheap for a lazy level: what was touched is freed. */
 void pl_cache_reset(struct pl_cache *c);
-/* The miss path of pl_cache_access (and its careful path for line == PL_NO_LINE). */
-int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty, int shadow_hit);
-/* pl_cache_access for a cache with an fa list. */
-int pl_cache_fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
-                       int shadow_hit);
+/* 0, or -ENOMEM if the level or its classification ran out of memory (counts incomplete). */
+int pl_cache_error(const struct pl_cache *c);
+/* Sets up only c's set arithmetic, for sets (>= 1) sets: pl_sim_set_of's. */
+void pl_cache_index_init(struct pl_cache *c, uint64_t sets);
+/* The miss path of pl_cache_lookup (and its careful path for line == PL_NO_LINE). */
+int pl_cache_miss(struct pl_cache *c, uint64_t set, uint64_t line, int is_write, uint8_t **dirty,
+                  int shadow_hit);
+/* pl_cache_access for any level that is not masked. */
+int pl_cache_access_other(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
+                          int shadow_hit);
 
 /* Forced inline: the slow path of every access runs through these. */
 #define PL_HOT static inline __attribute__((always_inline))
 
 #define PL_BYTES 0x0101010101010101ull
+
+/* x mod d without dividing, exact for every 64-bit x and d: Lemire, Kaser and Kurz, "Faster
+ * remainder by direct computation" (2019), with a 128-bit magic = ceil(2^128 / d). The low
+ * 128 bits of magic * x are the fractional part of x / d in units of 2^-128; times d, its
+ * integer part is the remainder. */
+PL_HOT uint64_t pl_fastmod(uint64_t x, pl_u128 magic, uint64_t d)
+{
+    pl_u128 frac = magic * x;
+    pl_u128 low = (pl_u128)(uint64_t)frac * d >> 64;
+    return (uint64_t)(((frac >> 64) * d + low) >> 64);
+}
+
+/* The set of a line: line number mod sets. */
+PL_HOT uint64_t pl_cache_set(const struct pl_cache *c, uint64_t line)
+{
+    return c->mod ? pl_fastmod(line, c->mod, c->sets) : line & c->set_mask;
+}
 
 /* A line's one-byte fingerprint: the top byte of a multiplicative hash, so lines that share a
  * set (they differ only above the set bits) still differ here. */
@@ -117,23 +171,34 @@ PL_HOT void pl_cache_order_touch(uint64_t *order, uint32_t w)
     *order = (o & ~through) | (o & before) << 4 | w;
 }
 
-/* Bookkeeping of a hit on slot base + w of line's set. */
-PL_HOT int pl_cache_hit(struct pl_cache *c, uint64_t line, uint64_t base, int w, int is_write,
-                        uint8_t **dirty)
+/* Bookkeeping of a hit on way w of a dense set (its slots start at base). */
+PL_HOT int pl_cache_hit(struct pl_cache *c, uint64_t line, uint64_t set, uint64_t base, int w,
+                        int is_write, uint8_t **dirty)
 {
     uint64_t slot = base + (uint64_t)w;
-    if (c->policy == PL_POLICY_LRU && c->order)
-        pl_cache_order_touch(&c->order[line & c->set_mask], (uint32_t)w);
+    if (c->policy == PL_POLICY_LRU && c->ordered)
+        pl_cache_order_touch(&c->word[set], (uint32_t)w);
     else if (c->policy == PL_POLICY_LRU)
         c->stamp[slot] = ++c->clock;
     else if (c->policy == PL_POLICY_PLRU)
-        pl_cache_plru_touch(&c->plru[line & c->set_mask], c->plru_depth, (uint32_t)w);
+        pl_cache_plru_touch(&c->word[set], c->plru_depth, (uint32_t)w);
     c->dirty[slot] |= (uint8_t)(is_write != 0);
     *dirty = &c->dirty[slot];
     c->mru_line = line;
-    c->mru_slot = slot;
+    c->mru_dirty = *dirty;
     c->mru_valid = 1;
     return PL_SIM_HIT;
+}
+
+/* The lookup of line in set of a dense level, after the MRU check and the shadow. */
+PL_HOT int pl_cache_lookup(struct pl_cache *c, uint64_t set, uint64_t line, int is_write,
+                           uint8_t **dirty, int shadow_hit)
+{
+    uint64_t base = set * c->ways;
+    int w = line == PL_NO_LINE ? -1 : pl_cache_find(c, base, line);
+    if (w < 0)
+        return pl_cache_miss(c, set, line, is_write, dirty, shadow_hit);
+    return pl_cache_hit(c, line, set, base, w, is_write, dirty);
 }
 
 /* Look up one line (page) number, fill it on a miss, count it. Returns PL_SIM_HIT and/or
@@ -145,18 +210,14 @@ PL_HOT int pl_cache_access(struct pl_cache *c, uint64_t line, int is_write, uint
     else
         c->n.reads++;
     if (line == c->mru_line && c->mru_valid) {
-        c->dirty[c->mru_slot] |= (uint8_t)(is_write != 0);
-        *dirty = &c->dirty[c->mru_slot];
+        *c->mru_dirty |= (uint8_t)(is_write != 0);
+        *dirty = c->mru_dirty;
         return PL_SIM_HIT;
     }
     int shadow_hit = c->cls ? pl_shadow_access(c->cls, line) : 0;
-    if (c->fa)
-        return pl_cache_fa_access(c, line, is_write, dirty, shadow_hit);
-    uint64_t base = (line & c->set_mask) * c->ways;
-    int w = line == PL_NO_LINE ? -1 : pl_cache_find(c, base, line);
-    if (w < 0)
-        return pl_cache_miss(c, line, is_write, dirty, shadow_hit);
-    return pl_cache_hit(c, line, base, w, is_write, dirty);
+    if (!c->masked)
+        return pl_cache_access_other(c, line, is_write, dirty, shadow_hit);
+    return pl_cache_lookup(c, line & c->set_mask, line, is_write, dirty, shadow_hit);
 }
 
 #pragma GCC visibility pop

@@ -19,11 +19,15 @@
 #define PL_SEEN_CHUNK_WORDS ((1u << PL_SEEN_CHUNK_SHIFT) / 64)
 /* Initial first-touch table: grows by doubling, so the start only needs to be small. */
 #define PL_SEEN_INITIAL_SLOTS 64
+/* The shadow's first table: 2^14 slots (256 KiB). A shadow of up to 4096 lines (an L1's, or
+ * the list of a wide fully associative set) needs no more, so it is allocated whole and never
+ * grows; a larger one starts here and doubles with the lines it holds. */
+#define PL_LRU_FIRST_BITS 14
 
 /* A hash table slot holds the tag itself, so a probe reads one host cache line. */
 struct pl_lru_slot {
     uint64_t tag;
-    uint32_t node; /* node number + 1; 0 = empty */
+    uint32_t node; /* the line's node; 0 = empty */
     uint32_t home; /* the tag's home slot: deletion need not hash again */
 };
 
@@ -34,20 +38,32 @@ struct pl_lru_node {
     uint32_t unused;
 };
 
+/* A slot of the first-touch table: chunk number -> index + 1 of its bitmap (0 = empty). */
+struct pl_seen_slot {
+    uint64_t key;
+    uint64_t idx;
+};
+
 struct pl_classifier {
     /* Shadow: a fully associative LRU list of cap lines, found through an open-addressing hash
      * table with linear probing and backward-shift deletion, at most a quarter full while the
-     * table is small enough to stay in the host's caches, at most half full beyond that. Nodes
-     * 0 .. cap-1 hold lines; node cap is the sentinel of the circular list. */
+     * table is small enough to stay in the host's caches, at most half full beyond that. Node
+     * 0 is the sentinel of the circular list; lines live in nodes 1 .. used. The nodes and the
+     * table grow (doubling) with the lines held, so memory follows the lines touched, not
+     * cap; reset shrinks them back. */
     uint32_t cap, used;
+    uint32_t nodes; /* nodes allocated, the sentinel included */
     struct pl_lru_node *node;
     struct pl_lru_slot *slot;
     uint64_t slot_mask;
     unsigned slot_shift; /* hash = (key * golden) >> slot_shift */
-    /* First-touch set: chunk number -> index + 1 of its bitmap (0 = empty slot), open addressing,
-     * doubled when half full; the bitmaps live in one array that also doubles. */
-    uint64_t *chunk_key;
-    uint32_t *chunk_idx;
+    unsigned first_bits; /* log2 slots after init and reset */
+    unsigned full_bits;  /* log2 slots when cap lines are held: the table grows no further */
+    uint64_t slot_limit; /* lines the table may hold before it doubles */
+    int err;             /* -ENOMEM once the shadow could not grow (it then holds fewer lines) */
+    /* First-touch set: open addressing, doubled when half full; the bitmaps live in one array
+     * that also doubles. */
+    struct pl_seen_slot *chunk;
     uint64_t chunk_mask;
     unsigned chunk_shift;
     uint64_t chunks;   /* chunks in use */
@@ -60,6 +76,8 @@ struct pl_classifier {
 /* 0, -EINVAL or -ENOMEM (nothing left allocated). 1 <= cap < UINT32_MAX lines. */
 int pl_classifier_init(struct pl_classifier *k, uint32_t cap);
 void pl_classifier_free(struct pl_classifier *k);
+/* Empty again, with the memory of a fresh classifier (never fails: when a smaller table cannot
+ * be had, the grown one is cleared instead). */
 void pl_classifier_reset(struct pl_classifier *k);
 /* --- the shadow's hot path, inline --- */
 
@@ -79,7 +97,7 @@ static inline uint64_t pl_lru_home(const struct pl_classifier *k, uint64_t line)
     return (group << g | (line & ((1u << g) - 1))) & k->slot_mask;
 }
 
-/* The list is circular through the sentinel node cap: its next is the head (most recent), its
+/* The list is circular through the sentinel node 0: its next is the head (most recent), its
  * prev the tail, so linking and unlinking need no tests. */
 static inline void pl_lru_unlink(struct pl_lru_node *node, uint32_t n)
 {
@@ -88,29 +106,29 @@ static inline void pl_lru_unlink(struct pl_lru_node *node, uint32_t n)
     node[q].prev = p;
 }
 
-static inline void pl_lru_push_front(struct pl_lru_node *node, uint32_t sentinel, uint32_t n)
+static inline void pl_lru_push_front(struct pl_lru_node *node, uint32_t n)
 {
-    uint32_t head = node[sentinel].next;
-    node[n].prev = sentinel;
+    uint32_t head = node[0].next;
+    node[n].prev = 0;
     node[n].next = head;
     node[head].prev = n;
-    node[sentinel].next = n;
+    node[0].next = n;
 }
 
-/* Look line (home slot h) up. A hit becomes the most recent line: its node + 1. A miss: 0, and
- * *free_slot is the empty slot that ends its probe run. */
+/* Look line (home slot h) up. A hit becomes the most recent line: its node (>= 1). A miss: 0,
+ * and *free_slot is the empty slot that ends its probe run. */
 static inline uint32_t pl_lru_find(struct pl_classifier *k, uint64_t line, uint64_t h,
                                    uint64_t *free_slot)
 {
     uint64_t i = h;
     for (; k->slot[i].node; i = (i + 1) & k->slot_mask) {
         if (k->slot[i].tag == line) {
-            uint32_t n = k->slot[i].node - 1;
-            if (k->node[k->cap].next != n) {
+            uint32_t n = k->slot[i].node;
+            if (k->node[0].next != n) {
                 pl_lru_unlink(k->node, n);
-                pl_lru_push_front(k->node, k->cap, n);
+                pl_lru_push_front(k->node, n);
             }
-            return n + 1;
+            return n;
         }
     }
     *free_slot = i;
@@ -118,7 +136,8 @@ static inline uint32_t pl_lru_find(struct pl_classifier *k, uint64_t line, uint6
 }
 
 /* The miss path: line enters at the front, in free slot i of home h (as pl_lru_find left
- * them), replacing the least recently used line when the list is full (*evicted). Its node. */
+ * them), replacing the least recently used line when the list is full (*evicted), or when it
+ * could not grow (k->err). Its node. */
 uint32_t pl_lru_insert(struct pl_classifier *k, uint64_t line, uint64_t h, uint64_t i,
                        int *evicted);
 
@@ -133,8 +152,9 @@ static inline int pl_shadow_access(struct pl_classifier *k, uint64_t line)
     return 0;
 }
 
-/* The same list as an exact fully associative LRU cache in its own right: also gives the node
- * (0 .. cap-1) that holds the line now, and whether a miss replaced another line there. */
+/* The same list as an exact fully associative LRU cache in its own right (of at most 4096
+ * lines: allocated whole, it never grows and never fails): also gives the node (0 .. cap-1)
+ * that holds the line now, and whether a miss replaced another line there. */
 int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted);
 
 /* The bitmap of first-touch chunk key (index + 1), created if new; 0 when out of memory. */

@@ -8,7 +8,9 @@
  * writebacks but not sent to the next level, as in cachegrind's model. The DTLB translates
  * every access (one lookup per page it covers); its misses look up the STLB. An access that
  * straddles lines (pages) touches each line (page) it covers. Caches are indexed by virtual
- * address: traces and workloads only know virtual addresses. */
+ * address: traces and workloads only know virtual addresses. A line's set is its line number
+ * mod the number of sets, which may be any whole number (a mask when it is a power of two, an
+ * exact division-free reduction otherwise). */
 #ifndef PL_SIM_H
 #define PL_SIM_H
 
@@ -17,9 +19,9 @@
 
 #define PL_SIM_MAX_LEVELS 3 /* L1D, L2, LLC */
 #define PL_SIM_MAX_TLBS 2   /* DTLB, STLB */
-/* 4 Mi lines (256 MiB of 64-byte lines) per level bounds one level's memory to ~150 MB with
- * classification, and is larger than any LLC slice a student machine reports. */
-#define PL_SIM_MAX_LINES (1u << 22)
+/* 256 Mi lines (16 GiB of 64-byte lines) per level: beyond the largest LLCs built (1 GiB+ of
+ * stacked cache). Large levels are lazy, so memory follows the lines touched, not this. */
+#define PL_SIM_MAX_LINES (1u << 28)
 /* Classification's fully associative shadow indexes its lines with 32-bit numbers. */
 #define PL_SIM_MAX_WAYS 4096
 /* The widest single access, in bytes: lackey reports data accesses of at most 512 bytes (its
@@ -58,13 +60,13 @@
 #define PL_SIM_DEFAULT_STLB_WAYS 12
 
 struct pl_cache_geom {
-    uint64_t size; /* bytes; size / (ways * line) sets, a power of two */
+    uint64_t size; /* bytes; size / (ways * line) sets, any whole number */
     uint32_t ways;
     uint32_t line; /* bytes, a power of two */
 };
 
 struct pl_tlb_geom {
-    uint32_t entries; /* entries / ways sets, a power of two */
+    uint32_t entries; /* entries / ways sets, any whole number */
     uint32_t ways;
 };
 
@@ -125,9 +127,13 @@ int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out);
 void pl_sim_destroy(struct pl_sim *sim);
 /* Back to the state right after creation: empty caches, zero counts, the seed rewound. */
 void pl_sim_reset(struct pl_sim *sim);
-/* Counts so far. 0, or -ENOMEM if classification ran out of memory (its counts are then
- * incomplete; everything else is exact). */
+/* Counts so far. 0, or -ENOMEM if a lazy level or classification ran out of memory as it grew
+ * (the counts are then incomplete). */
 int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out);
+
+/* out[i] = line[i] mod sets, computed as the model computes set numbers; for tests. 0, or
+ * -EINVAL for no sets. */
+int pl_sim_set_of(uint64_t sets, const uint64_t *line, size_t n, uint64_t *out);
 
 /* The full model for one access; returns the first level's outcome for its last line
  * (PL_SIM_HIT, PL_SIM_EVICT bits). Always correct, also when the fast path would apply. */
@@ -137,7 +143,8 @@ int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_
 
 /* Simulate one access of size bytes (0 counts as 1) at addr. The PL_SIM hook: sim must be a
  * valid simulator (no NULL check in the hot path). No allocation, no division: an access within
- * the previous access's granule costs a compare and two increments. */
+ * the previous access's granule costs a compare and two increments. (Beyond the fast path, lazy
+ * levels and classification allocate as they grow.) */
 static inline void pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write)
 {
     /* (addr & gmask) + size - 1 < limit: the access ends inside the granule; with limit 0 (no

@@ -16,6 +16,14 @@
  * when n * size overflows. Release with free(). */
 void *pl_big_alloc(size_t n, size_t size);
 void *pl_big_zalloc(size_t n, size_t size);
+/* p (from these functions) moved to a new array of n elements that begins with its first keep
+ * (<= n); NULL, with p untouched, when out of memory. Unlike realloc, a large result is
+ * aligned and advised as above. */
+void *pl_big_resize(void *p, size_t keep, size_t n, size_t size);
+/* Zeroed pages of their own mapping, returned to the kernel whole by pl_pages_unmap (free()
+ * may keep them); NULL when out of memory. */
+void *pl_pages_map(size_t bytes);
+void pl_pages_unmap(void *p, size_t bytes);
 
 #pragma GCC visibility pop
 

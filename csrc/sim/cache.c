@@ -5,6 +5,75 @@
 #include "pl_cache.h"
 #include "pl_simmem.h"
 
+/* A lazy level's directory: leaves of 2^PL_LEAF_SHIFT set pointers (512 bytes), allocated when
+ * one of their sets is first touched. Working sets cover runs of line numbers, hence of sets,
+ * so their leaves fill up; a line far from all others costs one leaf. */
+#define PL_LEAF_SHIFT 6
+#define PL_LEAF_SETS (1u << PL_LEAF_SHIFT)
+/* The first slots of a lazy set; it doubles when full, up to the ways. */
+#define PL_BLOCK_FIRST 2
+/* Lazy levels map their memory in chunks of this size (leaves and blocks are far smaller). */
+#define PL_CHUNK_BYTES (2u << 20)
+
+struct pl_chunk {
+    struct pl_chunk *next;
+};
+
+struct pl_leaf {
+    struct pl_block *set[PL_LEAF_SETS]; /* NULL: the set was never touched */
+    struct pl_leaf *next;               /* the level's list of leaves */
+    uint64_t index;                     /* its place in dir */
+};
+
+/* One set of a lazy level: room for cap lines, the first fill of them valid. Ways fill in order
+ * and are never invalidated, so a set keeps its way numbers when it grows. After the header:
+ * cap tags, cap stamps (wide LRU/FIFO only), cap dirty flags. */
+struct pl_block {
+    uint32_t fill, cap;
+    union {
+        uint64_t word;         /* the set's order word or PLRU bits, as pl_cache's word[] */
+        struct pl_block *next; /* on a free list */
+    };
+    uint64_t tag[];
+};
+
+/* A lazy block's arrays: cap tags, cap stamps (NULL without), cap dirty flags. */
+struct slots {
+    uint64_t *tag, *stamp;
+    uint8_t *dirty;
+};
+
+static int pow2(uint64_t x)
+{
+    return x && !(x & (x - 1));
+}
+
+static int stamped(const struct pl_cache *c)
+{
+    return (c->policy == PL_POLICY_LRU || c->policy == PL_POLICY_FIFO) && !c->ordered;
+}
+
+static size_t block_bytes(const struct pl_cache *c, uint32_t cap)
+{
+    size_t bytes =
+        sizeof(struct pl_block) + (size_t)cap * (sizeof(uint64_t) * (1 + stamped(c)) + 1);
+    return (bytes + 7) & ~(size_t)7; /* the next block's tags stay aligned */
+}
+
+static struct slots block_slots(const struct pl_cache *c, struct pl_block *b)
+{
+    uint64_t *stamp = stamped(c) ? b->tag + b->cap : NULL;
+    uint8_t *dirty = (uint8_t *)(b->tag + b->cap * (1 + (stamp != NULL)));
+    return (struct slots){b->tag, stamp, dirty};
+}
+
+void pl_cache_index_init(struct pl_cache *c, uint64_t sets)
+{
+    c->sets = sets;
+    c->set_mask = pow2(sets) ? sets - 1 : 0;
+    c->mod = pow2(sets) ? 0 : ~(pl_u128)0 / sets + 1;
+}
+
 int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned shift, int policy,
                   uint64_t seed, int classify)
 {
@@ -12,28 +81,34 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
     if (ways < 1 || lines < ways || lines % ways || lines > PL_SIM_MAX_LINES)
         return -EINVAL;
     uint64_t sets = lines / ways;
+    pl_cache_index_init(c, sets);
     c->shift = shift;
     c->ways = ways;
-    c->set_mask = sets - 1;
     c->policy = policy;
     c->seed = seed;
     while ((1u << c->plru_depth) < ways)
         c->plru_depth++;
-    c->tag = pl_big_alloc(lines, sizeof *c->tag);
     int by_age = policy == PL_POLICY_LRU || policy == PL_POLICY_FIFO;
-    int ordered = by_age && ways <= PL_CACHE_ORDER_WAYS, stamped = by_age && !ordered;
-    if (ordered)
-        c->order = pl_big_alloc(sets, sizeof *c->order);
-    if (stamped)
-        c->stamp = pl_big_alloc(lines, sizeof *c->stamp);
-    c->dirty = pl_big_alloc(lines, 1);
-    c->fp = pl_big_zalloc(lines + 8, 1); /* the spare bytes past the last set are read, unused */
-    c->fill = pl_big_alloc(sets, sizeof *c->fill);
-    if (policy == PL_POLICY_PLRU)
-        c->plru = pl_big_alloc(sets, sizeof *c->plru);
-    int ok = c->tag && c->fp && (!ordered || c->order) && (!stamped || c->stamp) && c->dirty &&
-             c->fill && (policy != PL_POLICY_PLRU || c->plru);
+    c->ordered = by_age && ways <= PL_CACHE_ORDER_WAYS;
+    int ok;
+    if (lines > PL_CACHE_DENSE_LINES) {
+        c->dir = calloc((sets + PL_LEAF_SETS - 1) >> PL_LEAF_SHIFT, sizeof *c->dir);
+        ok = c->dir != NULL;
+    } else {
+        c->masked = c->mod == 0;
+        c->tag = pl_big_alloc(lines, sizeof *c->tag);
+        if (c->ordered || policy == PL_POLICY_PLRU)
+            c->word = pl_big_alloc(sets, sizeof *c->word);
+        if (stamped(c))
+            c->stamp = pl_big_alloc(lines, sizeof *c->stamp);
+        c->dirty = pl_big_alloc(lines, 1);
+        c->fp = pl_big_zalloc(lines + 8, 1); /* the spare bytes past the last set are read */
+        c->fill = pl_big_alloc(sets, sizeof *c->fill);
+        ok = c->tag && c->fp && (c->word || !(c->ordered || policy == PL_POLICY_PLRU)) &&
+             (c->stamp || !stamped(c)) && c->dirty && c->fill;
+    }
     if (ok && sets == 1 && ways > PL_CACHE_SCAN_WAYS && policy == PL_POLICY_LRU) {
+        c->masked = 0;
         c->fa = malloc(sizeof *c->fa);
         if (c->fa && pl_classifier_init(c->fa, ways)) {
             free(c->fa);
@@ -57,15 +132,32 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
     return 0;
 }
 
+/* Forget every lazy set and leaf, and unmap their chunks; the directory is left all NULL. */
+static void free_sets(struct pl_cache *c)
+{
+    for (struct pl_leaf *leaf = c->leaves; leaf; leaf = leaf->next)
+        c->dir[leaf->index] = NULL;
+    c->leaves = NULL;
+    while (c->chunks) {
+        struct pl_chunk *k = c->chunks;
+        c->chunks = k->next;
+        pl_pages_unmap(k, PL_CHUNK_BYTES);
+    }
+    c->bump = c->bump_end = NULL;
+    memset(c->free_block, 0, sizeof c->free_block);
+}
+
 void pl_cache_free(struct pl_cache *c)
 {
+    if (c->dir)
+        free_sets(c);
+    free(c->dir);
     free(c->tag);
     free(c->fp);
-    free(c->order);
+    free(c->word);
     free(c->stamp);
     free(c->dirty);
     free(c->fill);
-    free(c->plru);
     if (c->fa) {
         pl_classifier_free(c->fa);
         free(c->fa);
@@ -79,27 +171,37 @@ void pl_cache_free(struct pl_cache *c)
 
 void pl_cache_reset(struct pl_cache *c)
 {
-    uint64_t sets = c->set_mask + 1, lines = sets * c->ways;
-    for (uint64_t i = 0; i < lines; i++)
-        c->tag[i] = PL_NO_LINE;
-    if (c->order)
-        memset(c->order, 0, sets * sizeof *c->order);
-    if (c->stamp)
-        memset(c->stamp, 0, lines * sizeof *c->stamp);
-    memset(c->dirty, 0, lines);
-    memset(c->fill, 0, sets * sizeof *c->fill);
-    if (c->plru)
-        memset(c->plru, 0, sets * sizeof *c->plru);
+    if (c->dir) {
+        free_sets(c);
+    } else {
+        uint64_t lines = c->sets * c->ways;
+        for (uint64_t i = 0; i < lines; i++)
+            c->tag[i] = PL_NO_LINE;
+        if (c->word)
+            memset(c->word, 0, c->sets * sizeof *c->word);
+        if (c->stamp)
+            memset(c->stamp, 0, lines * sizeof *c->stamp);
+        memset(c->dirty, 0, lines);
+        memset(c->fill, 0, c->sets * sizeof *c->fill);
+    }
     c->clock = 0;
     /* xorshift64* must not start at 0; mixing the seed also spreads nearby seeds apart */
     c->rng = (c->seed ^ 0x2545F4914F6CDD1Dull) * 0x9E3779B97F4A7C15ull | 1;
     c->mru_valid = 0;
+    c->mru_dirty = &c->spare;
     if (c->fa)
         pl_classifier_reset(c->fa);
     if (c->cls)
         pl_classifier_reset(c->cls);
     c->err = 0;
     memset(&c->n, 0, sizeof c->n);
+}
+
+int pl_cache_error(const struct pl_cache *c)
+{
+    if (c->err)
+        return c->err;
+    return c->cls ? c->cls->err : 0;
 }
 
 /* A uniform way in [0, ways): multiply-shift instead of a modulo (no division). */
@@ -154,8 +256,15 @@ static uint32_t plru_victim(uint64_t bits, unsigned depth)
     return way;
 }
 
-static void classify_miss(struct pl_cache *c, uint64_t line, int shadow_hit)
+/* Count a miss, and classify it. */
+PL_HOT void count_miss(struct pl_cache *c, uint64_t line, int is_write, int shadow_hit)
 {
+    if (is_write)
+        c->n.write_misses++;
+    else
+        c->n.read_misses++;
+    if (!c->cls)
+        return;
     /* a shadow hit means the line was touched before: only shadow misses can be compulsory */
     if (shadow_hit) {
         c->n.conflict++;
@@ -170,37 +279,62 @@ static void classify_miss(struct pl_cache *c, uint64_t line, int shadow_hit)
         c->n.compulsory++;
 }
 
-int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty, int shadow_hit)
+/* The way a full set gives up: the policy's victim. The set's order word or PLRU bits are
+ * words[set], its ways' stamps stamps[base ..]; each is read only under its policies. */
+PL_HOT uint32_t victim(struct pl_cache *c, const uint64_t *words, uint64_t set,
+                       const uint64_t *stamps, uint64_t base)
 {
-    uint64_t set = line & c->set_mask, base = set * c->ways;
-    uint32_t fill = c->fill[set];
+    if (c->ordered)
+        return (uint32_t)(words[set] >> 4 * (c->ways - 1)) & 15; /* the last in order */
+    if (c->policy == PL_POLICY_PLRU)
+        return plru_victim(words[set], c->plru_depth);
+    if (c->policy == PL_POLICY_RANDOM)
+        return random_way(c);
+    return oldest_way(stamps + base, c->ways);
+}
+
+/* Way w of the set (slot slot) now holds a new line, the most recently used (filled) one. */
+PL_HOT void fill_way(struct pl_cache *c, uint64_t *words, uint64_t set, uint64_t *stamps,
+                     uint64_t slot, uint32_t w)
+{
+    if (c->ordered)
+        words[set] = words[set] << 4 | w;
+    else if (stamps)
+        stamps[slot] = ++c->clock;
+    if (c->policy == PL_POLICY_PLRU)
+        pl_cache_plru_touch(&words[set], c->plru_depth, w);
+}
+
+/* The miss's bookkeeping once line is in: its dirty flag and the MRU. */
+PL_HOT int filled(struct pl_cache *c, uint64_t line, uint8_t *d, int is_write, int flags,
+                  uint8_t **dirty)
+{
+    *d = (uint8_t)(is_write != 0);
+    *dirty = d;
+    c->mru_line = line;
+    c->mru_dirty = d;
+    c->mru_valid = 1;
+    return flags;
+}
+
+int pl_cache_miss(struct pl_cache *c, uint64_t set, uint64_t line, int is_write, uint8_t **dirty,
+                  int shadow_hit)
+{
+    uint64_t base = set * c->ways;
+    uint32_t w, fill = c->fill[set];
     if (line == PL_NO_LINE) {
         /* the one line number that equals the empty-slot tag: only valid slots count */
         for (uint32_t i = 0; i < fill; i++)
             if (c->tag[base + i] == line)
-                return pl_cache_hit(c, line, base, (int)i, is_write, dirty);
+                return pl_cache_hit(c, line, set, base, (int)i, is_write, dirty);
     }
-    if (is_write)
-        c->n.write_misses++;
-    else
-        c->n.read_misses++;
-    if (c->cls)
-        classify_miss(c, line, shadow_hit);
-
+    count_miss(c, line, is_write, shadow_hit);
     int flags = 0;
-    uint32_t w;
     if (fill < c->ways) {
         w = fill; /* free ways first, in order */
         c->fill[set] = fill + 1;
     } else {
-        if (c->order)
-            w = (uint32_t)(c->order[set] >> 4 * (c->ways - 1)) & 15; /* the last in order */
-        else if (c->policy == PL_POLICY_PLRU)
-            w = plru_victim(c->plru[set], c->plru_depth);
-        else if (c->policy == PL_POLICY_RANDOM)
-            w = random_way(c);
-        else
-            w = oldest_way(c->stamp + base, c->ways);
+        w = victim(c, c->word, set, c->stamp, base);
         flags = PL_SIM_EVICT;
         c->n.evictions++;
         c->n.writebacks += c->dirty[base + w];
@@ -208,22 +342,12 @@ int pl_cache_miss(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dir
     uint64_t slot = base + w;
     c->tag[slot] = line;
     c->fp[slot] = pl_cache_fingerprint(line);
-    if (c->order)
-        c->order[set] = c->order[set] << 4 | w;
-    else if (c->stamp)
-        c->stamp[slot] = ++c->clock;
-    c->dirty[slot] = (uint8_t)(is_write != 0);
-    if (c->policy == PL_POLICY_PLRU)
-        pl_cache_plru_touch(&c->plru[set], c->plru_depth, w);
-    *dirty = &c->dirty[slot];
-    c->mru_line = line;
-    c->mru_slot = slot;
-    c->mru_valid = 1;
-    return flags;
+    fill_way(c, c->word, set, c->stamp, slot, w);
+    return filled(c, line, &c->dirty[slot], is_write, flags, dirty);
 }
 
-int pl_cache_fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
-                       int shadow_hit)
+static int fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
+                     int shadow_hit)
 {
     uint32_t node;
     int evicted, flags = 0;
@@ -231,12 +355,7 @@ int pl_cache_fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t 
         c->dirty[node] |= (uint8_t)(is_write != 0);
         flags = PL_SIM_HIT;
     } else {
-        if (is_write)
-            c->n.write_misses++;
-        else
-            c->n.read_misses++;
-        if (c->cls)
-            classify_miss(c, line, shadow_hit);
+        count_miss(c, line, is_write, shadow_hit);
         if (evicted) {
             flags = PL_SIM_EVICT;
             c->n.evictions++;
@@ -246,7 +365,126 @@ int pl_cache_fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t 
     }
     *dirty = &c->dirty[node];
     c->mru_line = line;
-    c->mru_slot = node;
+    c->mru_dirty = *dirty;
     c->mru_valid = 1;
     return flags;
+}
+
+/* bytes (a multiple of 8) from the level's chunks, never used before (so zeroed); NULL when
+ * out of memory. */
+static void *bump(struct pl_cache *c, size_t bytes)
+{
+    if ((size_t)(c->bump_end - c->bump) < bytes) {
+        struct pl_chunk *k = pl_pages_map(PL_CHUNK_BYTES);
+        if (!k)
+            return NULL;
+        k->next = c->chunks;
+        c->chunks = k;
+        c->bump = (char *)(k + 1);
+        c->bump_end = (char *)k + PL_CHUNK_BYTES;
+    }
+    void *p = c->bump;
+    c->bump += bytes;
+    return p;
+}
+
+static unsigned block_class(uint32_t cap)
+{
+    return cap > 1 ? 32 - (unsigned)__builtin_clz(cap - 1) : 0; /* ceil(log2(cap)) */
+}
+
+/* The block of a lazy set with room for one more line: created, or moved to one twice as large
+ * (up to the ways). NULL when out of memory. */
+static struct pl_block *grow_set(struct pl_cache *c, uint64_t set, struct pl_block *b)
+{
+    struct pl_leaf **leaf = &c->dir[set >> PL_LEAF_SHIFT];
+    if (!*leaf) {
+        *leaf = bump(c, sizeof **leaf);
+        if (!*leaf)
+            return NULL;
+        (*leaf)->index = set >> PL_LEAF_SHIFT;
+        (*leaf)->next = c->leaves;
+        c->leaves = *leaf;
+    }
+    uint32_t cap = b ? b->cap * 2 : PL_BLOCK_FIRST;
+    cap = cap < c->ways ? cap : c->ways;
+    struct pl_block *nb = c->free_block[block_class(cap)];
+    if (nb)
+        c->free_block[block_class(cap)] = nb->next;
+    else if (!(nb = bump(c, block_bytes(c, cap))))
+        return NULL;
+    nb->fill = b ? b->fill : 0;
+    nb->cap = cap;
+    nb->word = b ? b->word : 0;
+    if (b) {
+        struct slots from = block_slots(c, b), to = block_slots(c, nb);
+        memcpy(to.tag, from.tag, b->fill * sizeof *to.tag);
+        if (to.stamp)
+            memcpy(to.stamp, from.stamp, b->fill * sizeof *to.stamp);
+        memcpy(to.dirty, from.dirty, b->fill);
+        b->next = c->free_block[block_class(b->cap)];
+        c->free_block[block_class(b->cap)] = b;
+    }
+    (*leaf)->set[set & (PL_LEAF_SETS - 1)] = nb;
+    return nb;
+}
+
+static int lazy_access(struct pl_cache *c, uint64_t set, uint64_t line, int is_write,
+                       uint8_t **dirty, int shadow_hit)
+{
+    struct pl_leaf *leaf = c->dir[set >> PL_LEAF_SHIFT];
+    struct pl_block *b = leaf ? leaf->set[set & (PL_LEAF_SETS - 1)] : NULL;
+    uint32_t w, fill = b ? b->fill : 0;
+    for (w = 0; w < fill; w++) {
+        if (b->tag[w] != line)
+            continue;
+        struct slots s = block_slots(c, b);
+        if (c->policy == PL_POLICY_LRU && c->ordered)
+            pl_cache_order_touch(&b->word, w);
+        else if (c->policy == PL_POLICY_LRU)
+            s.stamp[w] = ++c->clock;
+        else if (c->policy == PL_POLICY_PLRU)
+            pl_cache_plru_touch(&b->word, c->plru_depth, w);
+        s.dirty[w] |= (uint8_t)(is_write != 0);
+        *dirty = &s.dirty[w];
+        c->mru_line = line;
+        c->mru_dirty = *dirty;
+        c->mru_valid = 1;
+        return PL_SIM_HIT;
+    }
+    count_miss(c, line, is_write, shadow_hit);
+    if (fill == (b ? b->cap : 0) && fill < c->ways && (c->err || !(b = grow_set(c, set, b)))) {
+        /* no room (once out of memory, no more tries): the line is not kept, the counts are
+         * incomplete, and stats say so */
+        c->err = -ENOMEM;
+        c->spare = 0;
+        *dirty = &c->spare;
+        c->mru_valid = 0;
+        return 0;
+    }
+    struct slots s = block_slots(c, b);
+    int flags = 0;
+    if (fill < c->ways) {
+        w = fill; /* free ways first, in order */
+        b->fill = fill + 1;
+    } else {
+        w = victim(c, &b->word, 0, s.stamp, 0);
+        flags = PL_SIM_EVICT;
+        c->n.evictions++;
+        c->n.writebacks += s.dirty[w];
+    }
+    b->tag[w] = line;
+    fill_way(c, &b->word, 0, s.stamp, w, w);
+    return filled(c, line, &s.dirty[w], is_write, flags, dirty);
+}
+
+int pl_cache_access_other(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
+                          int shadow_hit)
+{
+    if (c->fa)
+        return fa_access(c, line, is_write, dirty, shadow_hit);
+    uint64_t set = pl_cache_set(c, line);
+    if (c->dir)
+        return lazy_access(c, set, line, is_write, dirty, shadow_hit);
+    return pl_cache_lookup(c, set, line, is_write, dirty, shadow_hit);
 }

@@ -26,3 +26,30 @@ void *pl_big_zalloc(size_t n, size_t size)
         memset(p, 0, n * size);
     return p;
 }
+
+void *pl_big_resize(void *p, size_t keep, size_t n, size_t size)
+{
+    void *q = pl_big_alloc(n, size);
+    if (!q)
+        return NULL;
+    memcpy(q, p, keep * size);
+    free(p);
+    return q;
+}
+
+void *pl_pages_map(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint, as in pl_big_alloc */
+    return p;
+}
+
+void pl_pages_unmap(void *p, size_t bytes)
+{
+    /* munmap fails (ENOMEM) when the mapping, merged with a neighbour, would have to be split
+     * beyond vm.max_map_count: the pages are then still given back, only the addresses kept */
+    if (munmap(p, bytes))
+        (void)madvise(p, bytes, MADV_DONTNEED);
+}

@@ -32,7 +32,7 @@ static unsigned log2_of(uint64_t pow2_value)
 static int check_array(uint64_t lines, uint32_t ways)
 {
     return ways >= 1 && ways <= PL_SIM_MAX_WAYS && lines >= ways && lines <= PL_SIM_MAX_LINES &&
-                   lines % ways == 0 && pow2(lines / ways)
+                   lines % ways == 0
                ? 0
                : -EINVAL;
 }
@@ -134,8 +134,9 @@ int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out)
     memset(out, 0, sizeof *out);
     for (int i = 0; i < k->nlevels; i++) {
         out->level[i] = k->level[i].n;
-        if (k->level[i].err)
-            rc = k->level[i].err;
+        int err = pl_cache_error(&k->level[i]);
+        if (err)
+            rc = err;
     }
     for (int i = 0; i < k->ntlbs; i++)
         out->tlb[i] = k->tlb[i].n;
@@ -151,6 +152,17 @@ int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out)
         dtlb->writes += sim->fast[1];
     }
     return rc;
+}
+
+int pl_sim_set_of(uint64_t sets, const uint64_t *line, size_t n, uint64_t *out)
+{
+    if (!sets)
+        return -EINVAL;
+    struct pl_cache c;
+    pl_cache_index_init(&c, sets);
+    for (size_t i = 0; i < n; i++)
+        out[i] = pl_cache_set(&c, line[i]);
+    return 0;
 }
 
 /* Level i gets the line-aligned block [base, base + 2^span) that the level above missed. */

@@ -88,6 +88,12 @@ int main(int argc, char **argv)
 """
 LAB = ("-s", "6", "-E", "8", "-b", "6")
 D1 = (32768, 8, 64)  # the cachegrind comparison's D1 (and pagelab's L1D)
+# A host with a 480 MiB 16-way L3 (491,520 sets; issue 18), and the same with a 32 MiB L3: a
+# 64 MiB working set, one load per line in a random order (a pointer chase's), three passes.
+BIG_HOST = {"l1": "48K:12:64", "l2": "2M:16:64", "llc": "480M:16:64"}
+SMALL_LLC = "32M:16:64"
+WORKING_SET = 64 << 20
+PASSES = 3
 # bench/bench_live.py's figures: key -> (unit, goal, higher is better); the goals are the live
 # widget's (issue 9) and the kernel panel's (issue 13)
 LIVE = {
@@ -135,6 +141,41 @@ def _cachegrind_counts(out_file):
         elif line.startswith("summary:"):
             return dict(zip(names, map(int, line.split()[1:])))
     raise ValueError(f"{out_file} has no summary line")
+
+
+def _peak_rss():
+    """This process's peak resident set in bytes (VmHWM)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) << 10
+    raise OSError("/proc/self/status has no VmHWM line")
+
+
+def working_set(llc):
+    """In a worker: WORKING_SET through BIG_HOST's hierarchy with LLC llc (simulator created,
+    fed PASSES times, reset): the thread's CPU seconds, the growth of the peak RSS, and the
+    LLC's hits and misses."""
+    import numpy as np
+
+    from ._sim import Simulator
+
+    lines = np.random.default_rng(0).permutation(WORKING_SET // 64).astype(np.uint64)
+    addr = lines * np.uint64(64)
+    before = _peak_rss()
+    t0 = time.thread_time()
+    sim = Simulator({**BIG_HOST, "llc": llc})
+    for _ in range(PASSES):
+        sim.access(addr, sizes=8)
+    stats = sim.stats()["LLC"]
+    sim.reset()
+    cpu = time.thread_time() - t0
+    return {
+        "cpu_s": cpu,
+        "rss_bytes": _peak_rss() - before,
+        "llc_hits": stats.hits,
+        "llc_misses": stats.misses,
+    }
 
 
 def _thread_cpu(fn):
@@ -264,6 +305,54 @@ class _Bench:
                 goal=goal,
             )
         return out
+
+    def big_llc(self):
+        """BIG_HOST against the same with a 32 MiB LLC, each run in a fresh worker, in turn."""
+        from . import _worker
+
+        runs = {BIG_HOST["llc"]: [], SMALL_LLC: []}
+
+        def one(llc):
+            self.log(f"simulator with a {llc} LLC, {WORKING_SET >> 20} MiB working set")
+            runs[llc].append(_worker.call(f"{__name__}:working_set", {"llc": llc}, what="bench"))
+            return runs[llc][-1]["cpu_s"]
+
+        a, b = _pairs(lambda: one(BIG_HOST["llc"]), lambda: one(SMALL_LLC), 3)
+        self.keep("sim 480 MiB LLC, 64 MiB working set (CPU s)", a)
+        self.keep("sim 32 MiB LLC, 64 MiB working set (CPU s)", b)
+        big, small = runs[BIG_HOST["llc"]], runs[SMALL_LLC]
+        rss_a, rss_b = [r["rss_bytes"] for r in big], [r["rss_bytes"] for r in small]
+        hierarchy = f"L1D {BIG_HOST['l1']}, L2 {BIG_HOST['l2']}, LLC 480M:16:64 (491,520 sets)"
+        work = (
+            f"a {WORKING_SET >> 20} MiB working set, one 8-byte load per line in a random "
+            f"order, {PASSES} passes, every level classified"
+        )
+        return {
+            "sim.llc_480m_vs_32m.time": _figure(
+                _ratio(a, b),
+                "x",
+                f"CPU time of a simulator for {hierarchy} over the same with a 32 MiB 16-way "
+                f"LLC: created, fed {work}, reset; each in a fresh worker, in turn",
+                "pagelab bench --json (sim.llc_480m_vs_32m)",
+                goal=1.5,
+                higher_is_better=False,
+                s_480m=statistics.median(a),
+                s_32m=statistics.median(b),
+            ),
+            "sim.llc_480m_vs_32m.rss": _figure(
+                _ratio(rss_a, rss_b),
+                "x",
+                "growth of the worker's peak RSS (VmHWM) in those runs, 480 MiB LLC over 32 MiB: "
+                "the large LLC holds every line of the working set (and its classification "
+                "tracks them all), the small one half of them",
+                "pagelab bench --json (sim.llc_480m_vs_32m)",
+                source="rusage",
+                mb_480m=statistics.median(rss_a) / 1e6,
+                mb_32m=statistics.median(rss_b) / 1e6,
+                llc_hits_480m=big[-1]["llc_hits"],
+                llc_hits_32m=small[-1]["llc_hits"],
+            ),
+        }
 
     def matrix_trace(self):
         """The lackey trace of MATRIX, or None without valgrind or a C compiler."""
@@ -697,6 +786,7 @@ def run(fast=False, log=None):
     t0 = time.perf_counter()
     figures = {"import_s": b.imports(), "worker_start_s": b.worker_start()}
     figures.update(b.accesses())
+    figures.update(b.big_llc())
     trace = b.matrix_trace()
     figures.update(b.trace_figures(trace))
     if trace is not None:

@@ -351,3 +351,6 @@ def main(argv=None):
     except OSError as e:  # out of a resource (fds, memory, disk) or a file: say which
         print(f"pagelab: {os_error_line(e)}", file=sys.stderr)
         return 1
+    except MemoryError as e:  # e.g. the simulator's tables could not grow
+        print(f"pagelab: {e or 'out of memory'}", file=sys.stderr)
+        return 1

@@ -229,7 +229,10 @@ class Simulator:
             rc = lib.pl_sim_stats(self._sim, st)
             trace = self._trace
         if rc == -errno.ENOMEM:
-            raise MemoryError("miss classification ran out of memory; its counts are incomplete")
+            raise MemoryError(
+                "the simulated caches or their miss classification ran out of memory as they "
+                "grew; the counts are incomplete"
+            )
         classify = self.config.classify
         levels = tuple(
             LevelStats(

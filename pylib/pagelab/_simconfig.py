@@ -155,11 +155,8 @@ def _check_array(name, units, ways, unit_name):
     if isinstance(units, bool) or not isinstance(units, int) or units < ways:
         raise BadInput(f"{name}: {unit_name} ({units!r}) must be at least the ways ({ways})")
     if units % ways:
-        raise BadInput(f"{name}: {units} {unit_name} do not divide into {ways} ways")
-    if not _pow2(units // ways):
         raise BadInput(
-            f"{name}: {units} {unit_name} in {ways} ways make {units // ways} sets; "
-            "the number of sets must be a power of two"
+            f"{name}: {units} {unit_name} do not divide into {ways} ways (sets must be whole)"
         )
     if units > lib.PL_SIM_MAX_LINES:
         raise BadInput(
@@ -190,27 +187,12 @@ def _check_cache(name, g, cfg):
         )
     _check_array(name, g.size // g.line, g.ways, "lines")
     if cfg.policy == "plru" and (not _pow2(g.ways) or g.ways > 64):
-        raise BadInput(f"{name}: plru needs a power-of-two number of ways up to 64, not {g.ways}")
+        raise BadInput(
+            f"{name}: plru needs a power-of-two number of ways up to 64 (a binary tree over "
+            f"the ways), not {g.ways}; lru, fifo and random take any number"
+        )
     if cfg.tlbs and g.line > cfg.page:
         raise BadInput(f"{name}: {g.line}-byte lines are larger than the {cfg.page}-byte pages")
-
-
-def _pow2_sets(units, ways):
-    """(ways, note): ways adjusted, keeping the total, so that units / ways is a power of two.
-
-    Machines report some geometries (AMD's 3072-entry 8-way STLB, 12-way LLC slices) whose set
-    count is not a power of two; the model needs one, so it keeps the capacity and widens the
-    sets, and says so.
-    """
-    if units % ways == 0 and _pow2(units // ways):
-        return ways, ""
-    sets = 1
-    while sets * 2 <= units // ways and units % (sets * 2) == 0:
-        sets *= 2
-    return (
-        units // sets,
-        f"; reports {ways}-way, model uses {units // sets}-way for power-of-two sets",
-    )
 
 
 # --- defaults from the machine ----------------------------------------------------------------
@@ -227,9 +209,10 @@ def _sysfs_levels(root):
         if c is None or not c.line or c.ways is None or c.size % c.line:
             continue
         lines = c.size // c.line
-        # sysfs says 0 ways for a fully associative cache
-        ways, note = _pow2_sets(lines, min(c.ways, lines) or lines)
-        levels[key] = CacheGeometry(c.size, ways, c.line, origin + note)
+        ways = min(c.ways, lines) or lines  # sysfs says 0 ways for a fully associative cache
+        if lines % ways:
+            continue  # no whole number of sets: not a geometry the model can take
+        levels[key] = CacheGeometry(c.size, ways, c.line, origin)
     return levels
 
 
@@ -252,9 +235,8 @@ def cpuid_tlbs(page=4096):
         raise BadInput(f"page size {page} is not 4k or 2m")
     found = {}
     for key, t in (("dtlb", d), ("stlb", s)):
-        if t.entries:
-            ways, note = _pow2_sets(t.entries, t.ways)
-            found[key] = TLBGeometry(t.entries, ways, f"cpuid {t.leaf:#x}{note}")
+        if t.entries and t.entries % t.ways == 0:  # else no whole number of sets: the default
+            found[key] = TLBGeometry(t.entries, t.ways, f"cpuid {t.leaf:#x}")
     return found
 
 

@@ -203,6 +203,8 @@ def _execute(w, params, group, sim):
     if rc < 0:
         note = ffi.string(out.note).decode() or "the workload failed"
         raise OSError(-rc, f"{name}: {note}")
+    if simulator is not None:
+        simulator.stats()  # MemoryError if the model could not grow: its counts are incomplete
     facts = Facts.read()
     status = group.status if group else []
     regions = []
