@@ -1,3 +1,6 @@
-"""The one version of pagelab: the Python package, the wheel and (later) the labextension."""
+"""The version of pagelab, as installed: setup.py takes it from labext/package.json, the one
+place it is written, so the wheel, the widget, the lab extension and Python agree."""
 
-__version__ = "0.1.0"
+from importlib.metadata import version
+
+__version__ = version("pagelab")
