@@ -91,8 +91,19 @@ def _labextension_files():
     return sorted(files.items())
 
 
+def _version():
+    """labext/package.json's version, also written to pagelab/_version.py (generated, not in git:
+    importing pagelab then needs no importlib.metadata, which costs ~40 ms per worker)."""
+    version = json.loads((LABEXT / "package.json").read_text())["version"]
+    text = f'"""Written by setup.py from labext/package.json."""\n\n__version__ = "{version}"\n'
+    module = PACKAGE / "_version.py"
+    if not module.is_file() or module.read_text() != text:
+        module.write_text(text)
+    return version
+
+
 setup(
-    version=json.loads((LABEXT / "package.json").read_text())["version"],
+    version=_version(),
     cffi_modules=["pylib/pagelab/_ffi_build.py:ffibuilder"],
     cmdclass={"build_py": BuildPy},
     data_files=_labextension_files(),

@@ -1,5 +1,6 @@
 """The front end in labext/: its vitest specs, its version, and the bundle the widget loads."""
 
+import importlib.metadata
 import json
 import os
 import re
@@ -19,13 +20,16 @@ LABEXT = ROOT / "labext"
 
 def test_front_end_version_is_the_python_version():
     """One version across the boundary, written once: labext/package.json's is
-    pagelab.__version__ (the installed metadata, which setup.py takes from package.json), and no
-    Python file writes a version of its own."""
-    package = json.loads((LABEXT / "package.json").read_text())
-    assert package["version"] == pagelab.__version__
-    literal = re.compile(r"""__version__\s*=\s*["']|version\s*=\s*["']\d""")
+    pagelab.__version__ and the installed metadata's (setup.py writes pagelab/_version.py from
+    it, a file git ignores), and no other Python file or pyproject.toml writes one."""
+    version = json.loads((LABEXT / "package.json").read_text())["version"]
+    assert pagelab.__version__ == version == importlib.metadata.version("pagelab")
+    generated = ROOT / "pylib" / "pagelab" / "_version.py"
+    assert "/pylib/pagelab/_version.py" in (ROOT / ".gitignore").read_text().splitlines()
+    literal = re.compile(r"""version(__)?\s*=\s*["']\d""")
     sources = [ROOT / "setup.py", *(ROOT / "pylib" / "pagelab").rglob("*.py")]
-    assert [p.name for p in sources if literal.search(p.read_text())] == []
+    assert [p.name for p in sources if literal.search(p.read_text())] == ["_version.py"]
+    assert generated.read_text().startswith('"""Written by setup.py from labext/package.json.')
     assert "version" not in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 

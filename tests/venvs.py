@@ -12,8 +12,10 @@ from pathlib import Path
 
 from helpers import ROOT, run
 
-# Not part of a source tree: build output (what `make setup` builds too), caches, the venv.
+# Not part of a source tree: build output (what `make setup` builds too, and the version module
+# setup.py writes), caches, the venv.
 NOT_SOURCE = shutil.ignore_patterns(
+    "_version.py",
     ".git",
     ".venv",
     "build",
