@@ -77,5 +77,6 @@ test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/static \
+	rm -rf $(VENV) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/_version.py \
+		pylib/pagelab/static \
 		pylib/pagelab/labextension labext/lib labext/node_modules

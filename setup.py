@@ -19,7 +19,7 @@ PACKAGE = ROOT / "pylib" / "pagelab"
 LABEXT = ROOT / "labext"
 # The JupyterLab extension, built by labext's `npm run build:lab` (the widget's anywidget bundle,
 # `npm run build`, goes to static/ as package data); the wheel installs it where Jupyter looks,
-# as shared data only (an editable install links it there: `jupyter labextension develop`).
+# as shared data only (an editable install links it there: `jupyter-builder develop`).
 LABEXTENSION = PACKAGE / "labextension"
 LABEXTENSION_DEST = "share/jupyter/labextensions/pagelab"
 
