@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.pagelab-installed
 # Everything that changes the compiled extension or the installed metadata.
-INSTALL_INPUTS := pyproject.toml setup.py pylib/pagelab/_ffi_build.py \
+INSTALL_INPUTS := pyproject.toml setup.py labext/package.json pylib/pagelab/_ffi_build.py \
 	$(shell find csrc -name '*.[ch]' -not -path 'csrc/tools/*')
 # command:debian-package pairs the tests and chapters use (valgrind for cachegrind agreement and
 # lackey traces, perf for `perf stat` agreement, strace for chapter 10's startup trace, chromium
@@ -23,8 +23,9 @@ NODE_MODULES := labext/node_modules/.package-lock.json
 # the package (Node only: JupyterLab's core versions come from @jupyterlab/core-meta); the wheel
 # installs it and the server extension's config where Jupyter looks.
 LABEXTENSION := pylib/pagelab/labextension/package.json
-# The same two, installed into the venv for this checkout's editable install (a link, so a
-# rebuild shows at once).
+# The same two for this checkout's editable install, the way docs/deploy.md tells a conda user:
+# the lab extension linked into the venv (so a rebuild shows at once), the server extension's
+# config copied where the wheel would install it.
 DEV_LABEXT := $(VENV)/share/jupyter/labextensions/pagelab
 DEV_SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.d/pagelab.json
 
@@ -34,8 +35,8 @@ setup: system-deps $(STAMP) $(FRONT_END) $(LABEXTENSION) $(DEV_LABEXT) $(DEV_SER
 
 $(STAMP): $(INSTALL_INPUTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[lab,bench,test]'
+	$(BIN)/python -m pip install --quiet --upgrade 'pip>=25.1'  # --group (PEP 735)
+	$(BIN)/python -m pip install --quiet -e '.[lab,bench]' --group test
 	@touch $@
 
 $(NODE_MODULES): labext/package.json labext/package-lock.json
@@ -44,12 +45,14 @@ $(NODE_MODULES): labext/package.json labext/package-lock.json
 $(FRONT_END): $(NODE_MODULES) $(wildcard labext/src/*.ts)
 	cd labext && npm run --silent build
 
-$(LABEXTENSION): $(NODE_MODULES) $(wildcard labext/src/*.ts) labext/schema/plugin.json
+$(LABEXTENSION): $(NODE_MODULES) $(wildcard labext/src/*.ts) labext/schema/plugin.json \
+		labext/install.json
 	cd labext && npm run --silent build:lab
 
 $(DEV_LABEXT): | $(STAMP)
-	mkdir -p $(dir $@) && ln -sfn $(CURDIR)/pylib/pagelab/labextension $@
+	$(BIN)/jupyter-builder develop --overwrite .
 
+# (`jupyter server extension enable` refuses an extension that no config file names yet)
 $(DEV_SERVER_CONFIG): jupyter-config/jupyter_server_config.d/pagelab.json | $(STAMP)
 	install -D -m 644 $< $@
 
@@ -74,5 +77,6 @@ test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/static \
+	rm -rf $(VENV) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/_version.py \
+		pylib/pagelab/static \
 		pylib/pagelab/labextension labext/lib labext/node_modules

@@ -1,11 +1,12 @@
-"""setuptools needs this file for cffi_modules and for the package data that lives outside
-pylib/ (the chapters, the C headers) or is built from labext/ (the widget's front end, the
-JupyterLab extension: built with npm when missing, so `pip wheel .` needs no `make setup`);
-everything else is in pyproject.toml.
+"""setuptools needs this file for cffi_modules, for the version (labext/package.json's: the one
+place it is written) and for the files that live outside pylib/ (the chapters, the C headers) or
+are built from labext/ (the widget's front end, the JupyterLab extension: built with npm when
+missing, so `pip wheel .` needs no `make setup`); everything else is in pyproject.toml.
 
 Build switches (environment variables): PAGELAB_CFLAGS (see pylib/pagelab/_ffi_build.py).
 """
 
+import json
 import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
@@ -17,7 +18,8 @@ ROOT = Path(__file__).resolve().parent
 PACKAGE = ROOT / "pylib" / "pagelab"
 LABEXT = ROOT / "labext"
 # The JupyterLab extension, built by labext's `npm run build:lab` (the widget's anywidget bundle,
-# `npm run build`, goes to static/ as package data); the wheel installs it where Jupyter looks.
+# `npm run build`, goes to static/ as package data); the wheel installs it where Jupyter looks,
+# as shared data only (an editable install links it there: `jupyter-builder develop`).
 LABEXTENSION = PACKAGE / "labextension"
 LABEXTENSION_DEST = "share/jupyter/labextensions/pagelab"
 
@@ -54,10 +56,9 @@ class BuildPy(build_py):
 
     def run(self):
         _npm_build("build", "static/*.js", "the widget front end")
-        if not self.editable_mode:  # `make setup` builds it for a checkout and links it
-            _npm_build("build:lab", "labextension/package.json", "the JupyterLab extension")
-            # listed again now that it is built (install_data reads this after the build)
-            self.distribution.data_files = _labextension_files()
+        _npm_build("build:lab", "labextension/package.json", "the JupyterLab extension")
+        # listed again now that it is built (install_data reads this after the build)
+        self.distribution.data_files = _labextension_files()
         super().run()
         if self.editable_mode:
             return  # an editable install finds these in the checkout (pagelab/_shipped.py)
@@ -90,7 +91,19 @@ def _labextension_files():
     return sorted(files.items())
 
 
+def _version():
+    """labext/package.json's version, also written to pagelab/_version.py (generated, not in git:
+    importing pagelab then needs no importlib.metadata, which costs ~40 ms per worker)."""
+    version = json.loads((LABEXT / "package.json").read_text())["version"]
+    text = f'"""Written by setup.py from labext/package.json."""\n\n__version__ = "{version}"\n'
+    module = PACKAGE / "_version.py"
+    if not module.is_file() or module.read_text() != text:
+        module.write_text(text)
+    return version
+
+
 setup(
+    version=_version(),
     cffi_modules=["pylib/pagelab/_ffi_build.py:ffibuilder"],
     cmdclass={"build_py": BuildPy},
     data_files=_labextension_files(),

@@ -62,6 +62,7 @@ def _doc():
             "kernel": "k",
             "profile": "software-only",
             "date": "d",
+            "load_1min": [0.25, 1.5],
         },
         "clocks": "child CPU",
         "elapsed_s": 1.0,
@@ -89,6 +90,31 @@ def test_pyperf_suite_is_read_by_compare_to(tmp_path):
     r = run([sys.executable, "-m", "pyperf", "compare_to", str(old), str(new)])
     assert r.returncode == 0, r.stderr
     assert "a (s)" in r.stdout and "slower" in r.stdout
+
+
+def test_pyperf_suite_uses_pyperfs_metadata_names(tmp_path):
+    """The suite's machine facts use pyperf's own names and types (cpu_model_name, cpu_count an
+    int, load_avg_1min a float: the load when the run began), which `pyperf metadata` shows
+    with its labels; pagelab's own facts keep a pagelab_ prefix."""
+    path = tmp_path / "suite.json"
+    _bench.pyperf_suite(_doc()).dump(str(path))
+    suite = json.loads(path.read_text())
+    meta = suite["metadata"]
+    assert meta == {
+        "cpu_count": 2,
+        "cpu_model_name": "cpu",
+        "date": "d",
+        "load_avg_1min": 0.25,
+        "pagelab_profile": "software-only",
+        "pagelab_version": "0",
+        "platform": "Linux-k",
+        "python_version": "3",
+        "unit": "second",
+    }
+    assert not [k for k in meta if k.startswith("machine_")]
+    r = run([sys.executable, "-m", "pyperf", "metadata", str(path)])
+    assert r.returncode == 0, r.stderr
+    assert "cpu_count: 2" in r.stdout and "load_avg_1min: 0.25" in r.stdout
 
 
 def _performance_md():

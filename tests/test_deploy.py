@@ -4,6 +4,7 @@ pagelab's memory budget and with the doctor's fix texts."""
 import errno
 import re
 
+import jsonschema
 import pytest
 import yaml
 
@@ -52,12 +53,170 @@ def test_memory_limit_leaves_a_budget_every_default_fits():
     assert f"the {largest} experiment, needs {needs[largest] // MIB} MiB" in DOC
 
 
-def test_seccomp_profile_is_localhost_and_documented():
-    """The pods use a Localhost seccomp profile, installed where the doc says kubelet finds it."""
-    profile = USER["extraPodConfig"]["securityContext"]["seccompProfile"]
+# The part of the chart's values schema (zero-to-jupyterhub-k8s jupyterhub/values.schema.yaml,
+# chart 4.4; no registry package ships it, so it is written out here) that these values touch:
+# unknown keys are errors at the top, in singleuser and in hub, and hub.config sections are
+# traitlets class names. `required` is left out: the chart's own values.yaml supplies those.
+def _names(names):
+    return {n: {} for n in names.split()}
+
+
+VALUES_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        **_names(
+            "enabled fullnameOverride nameOverride imagePullSecret imagePullSecrets proxy "
+            "scheduling ingress httpRoute prePuller custom cull debug rbac global"
+        ),
+        "hub": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                **_names(
+                    "activeServerLimit allowNamedServers annotations args "
+                    "authenticatePrometheus baseUrl command concurrentSpawnLimit "
+                    "consecutiveFailureLimit containerSecurityContext cookieSecret db "
+                    "deploymentStrategy existingSecret extraConfig extraContainers extraEnv "
+                    "extraFiles extraPodSpec extraVolumeMounts extraVolumes fsGid image "
+                    "initContainers labels lifecycle livenessProbe loadRoles "
+                    "namedServerLimitPerUser networkPolicy nodeSelector pdb "
+                    "podSecurityContext readinessProbe redirectToServer resources "
+                    "revisionHistoryLimit service serviceAccount services shutdownOnLogout "
+                    "templatePaths templateVars tolerations"
+                ),
+                "config": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "patternProperties": {
+                        "^[A-Z].*$": {"type": "object", "additionalProperties": True}
+                    },
+                },
+            },
+        },
+        "singleuser": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                **_names(
+                    "cloudMetadata cmd events extraAnnotations extraContainers extraFiles "
+                    "extraLabels extraNodeAffinity extraPodAffinity extraPodAntiAffinity "
+                    "extraResource extraTolerations initContainers networkPolicy networkTools "
+                    "nodeSelector podNameTemplate profileList serviceAccountName startTimeout "
+                    "storage"
+                ),
+                "image": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["name", "tag"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "tag": {"type": "string"},
+                        "pullPolicy": {"enum": [None, "", "IfNotPresent", "Always", "Never"]},
+                        "pullSecrets": {"type": "array"},
+                    },
+                },
+                "defaultUrl": {"type": ["string", "null"]},
+                "lifecycleHooks": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "postStart": {"type": "object", "additionalProperties": True},
+                        "preStop": {"type": "object", "additionalProperties": True},
+                    },
+                },
+                "memory": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "limit": {"type": ["number", "string", "null"]},
+                        "guarantee": {"type": ["number", "string", "null"]},
+                    },
+                },
+                "cpu": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "limit": {"type": ["number", "null"]},
+                        "guarantee": {"type": ["number", "null"]},
+                    },
+                },
+                "uid": {"type": ["integer", "null"]},
+                "fsGid": {"type": ["integer", "null"]},
+                "allowPrivilegeEscalation": {"type": ["boolean", "null"]},
+                "extraPodConfig": {"type": "object", "additionalProperties": True},
+                "extraEnv": {"type": ["object", "array"], "additionalProperties": True},
+            },
+        },
+    },
+}
+# The chart's defaults for what the security contexts are built from (its values.yaml).
+CHART_DEFAULTS = {"uid": 1000, "fsGid": 100, "allowPrivilegeEscalation": False}
+
+
+def security_contexts(values):
+    """(pod securityContext, user container securityContext) of a user pod, the way the chart's
+    jupyterhub_config.py hands the values to KubeSpawner (singleuser.uid -> uid, fsGid -> fs_gid,
+    allowPrivilegeEscalation, extraPodConfig -> extra_pod_config; hub.config.KubeSpawner.* as
+    given) and kubespawner 7's make_pod builds them: pod_security_context and
+    container_security_context are merged into what fs_gid and uid set (dict.update), then
+    extra_pod_config replaces each pod.spec field it names whole (setattr)."""
+    user = {**CHART_DEFAULTS, **values.get("singleuser", {})}
+    spawner = values.get("hub", {}).get("config", {}).get("KubeSpawner", {})
+    pod = {} if user["fsGid"] is None else {"fsGroup": user["fsGid"]}
+    pod.update(spawner.get("pod_security_context", {}))
+    container = {} if user["uid"] is None else {"runAsUser": user["uid"]}
+    if user["allowPrivilegeEscalation"] is not None:
+        container["allowPrivilegeEscalation"] = user["allowPrivilegeEscalation"]
+    container.update(spawner.get("container_security_context", {}))
+    extra = user.get("extraPodConfig", {})
+    pod = extra.get("securityContext", pod)
+    return pod, container
+
+
+def test_values_fit_the_charts_schema():
+    """The values validate against the chart's schema (no misplaced key the chart would
+    reject), and a key in the wrong place is caught."""
+    jsonschema.validate(CONFIG, VALUES_SCHEMA)
+    misplaced = {**CONFIG, "singleuser": {**USER, "containerSecurityContext": {}}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(misplaced, VALUES_SCHEMA)
+
+
+def test_seccomp_profile_merges_and_keeps_fs_group():
+    """The Localhost seccomp profile reaches the user container while the pod keeps the fsGroup
+    that fsGid sets (a writable home volume) and the container keeps uid 1000 without privilege
+    escalation; the profile is installed where the doc says kubelet finds it."""
+    pod, container = security_contexts(CONFIG)
+    assert pod == {"fsGroup": 100}
+    profile = container["seccompProfile"]
+    assert container["runAsUser"] == 1000 and container["allowPrivilegeEscalation"] is False
     assert profile["type"] == "Localhost"
     assert f"/var/lib/kubelet/seccomp/{profile['localhostProfile']}" in DOC
     assert '"names": ["perf_event_open"], "action": "SCMP_ACT_ALLOW"' in DOC
+    assert "extraPodConfig" not in yaml.safe_dump(CONFIG)
+
+
+def test_profile_in_extra_pod_config_would_lose_fs_group():
+    """The merge rules model kubespawner: the profile in singleuser.extraPodConfig's
+    securityContext (the old values) replaces the pod's securityContext and drops fsGroup."""
+    profile = {"seccompProfile": {"type": "Localhost", "localhostProfile": "p.json"}}
+    old = {"singleuser": {"extraPodConfig": {"securityContext": profile}}}
+    assert security_contexts(old)[0] == profile  # no fsGroup: home not writable on some storage
+    merged = {"hub": {"config": {"KubeSpawner": {"pod_security_context": profile}}}}
+    assert security_contexts(merged)[0] == {"fsGroup": 100, **profile}
+
+
+def test_image_pins_the_hubs_jupyterhub_major():
+    """The student image's jupyterhub-singleuser is pinned to the major version of the
+    JupyterHub that the documented chart runs (chart 4.x: JupyterHub 5)."""
+    header = (ROOT / "docs" / "jupyterhub" / "config.yaml").read_text()
+    chart, hub = re.search(r"chart `jupyterhub`, (\d+)\.x: JupyterHub (\d+)\)", header).groups()
+    assert f"--version {chart}." in header and f"--version {chart}." in DOC
+    deps = yaml.safe_load((ROOT / "binder" / "environment.yml").read_text())["dependencies"]
+    pin = next(d for d in deps if isinstance(d, str) and d.startswith("jupyterhub-singleuser"))
+    assert pin == f"jupyterhub-singleuser>={hub},<{int(hub) + 1}"
+    assert f"JupyterHub {hub}" in DOC
 
 
 def test_no_capability_is_pretended_to_reach_the_student():

@@ -49,11 +49,13 @@ def _plotly_js():
 
 
 @pytest.mark.slow
-def test_figure_draws_in_an_nbconvert_export():
-    """A notebook executed and exported by `jupyter nbconvert --to html` draws its figure in a
-    browser from the stored HTML alone. This machine cannot reach cdn.plot.ly, so the request
-    for plotly.js is answered with the same file from the plotly package and every other
-    request is refused: the test checks pagelab's HTML, not the CDN."""
+@pytest.mark.parametrize("mode", ["cdn", "embed"])
+def test_figure_draws_in_an_nbconvert_export(mode):
+    """A notebook of two figures, executed and exported by `jupyter nbconvert --to html`, draws
+    both in a browser from the stored HTML alone, every request but plotly's CDN refused. With
+    PAGELAB_PLOTLYJS=cdn the CDN is asked for plotly.js (this machine cannot reach it, so the
+    same file from the plotly package answers: the test checks pagelab's HTML, not the CDN);
+    with embed nothing is asked, and the export carries plotly.js once."""
     why = missing_browser()
     if why:
         if os.environ.get("CI") == "true":
@@ -63,12 +65,14 @@ def test_figure_draws_in_an_nbconvert_export():
 
     root = Path(tempfile.mkdtemp(prefix="pagelab-export-"))
     try:
-        write_cells(root / "export.ipynb", [CELL])
+        write_cells(root / "export.ipynb", [CELL, CELL])
         jupyter = str(Path(sys.executable).with_name("jupyter"))
         cmd = [jupyter, "nbconvert", "--to", "html", "--execute", str(root / "export.ipynb")]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        env = {**os.environ, "PAGELAB_PLOTLYJS": mode}
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
         assert p.returncode == 0, p.stderr[-2000:]
         html = root / "export.html"
+        copies = html.read_text().count(_plotly_js().read_text()[:200])
         asked, errors = [], []
         with sync_playwright() as pw:
             context = launch(pw, root / ".chromium")
@@ -87,14 +91,22 @@ def test_figure_draws_in_an_nbconvert_export():
                 page = context.new_page()
                 page.on("pageerror", lambda e: errors.append(str(e)))
                 page.goto(html.as_uri())
+                both = f"() => document.querySelectorAll('{PLOT} svg.main-svg').length >= 2"
+                page.wait_for_function(both, timeout=60_000)
                 page.wait_for_function(DRAWN, timeout=60_000)
-                bars, height = _drawn(page)
-                shot = screenshot(page.locator(PLOT).first, "figure-nbconvert")
-                print(f"screenshot: {shot}; {bars} bars, {height:.0f} px high; asked {asked}")
+                plots = page.locator(PLOT)
+                drawn = [plots.nth(i).locator("svg.main-svg .bars path").count() for i in range(2)]
+                heights = [plots.nth(i).bounding_box()["height"] for i in range(2)]
+                shot = screenshot(plots.first, f"figure-nbconvert-{mode}")
+                print(f"screenshot: {shot}; bars {drawn}, heights {heights}; asked {asked}")
             finally:
                 context.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    assert bars >= 2 and height >= 200
-    assert any("cdn.plot.ly" in url for url in asked)  # drawn by the HTML's own script
+    assert min(drawn) >= 2 and min(heights) >= 200
+    cdn = [url for url in asked if "cdn.plot.ly" in url]
+    if mode == "cdn":
+        assert cdn and copies == 0  # drawn by the HTML's own script tag
+    else:
+        assert not cdn and copies == 1  # drawn by the one embedded copy
     assert not [e for e in errors if "plotly" in e.lower()], errors

@@ -13,8 +13,8 @@ def pyproject():
     return tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
-def environment():
-    return yaml.safe_load((ROOT / "environment.yml").read_text())
+def environment(path="environment.yml"):
+    return yaml.safe_load((ROOT / path).read_text())
 
 
 def norm(spec):
@@ -23,56 +23,96 @@ def norm(spec):
     return m.group(1).lower().replace("_", "-"), m.group(2).replace(" ", "")
 
 
+def specs(env):
+    """Every package environment.yml lists, conda part and pip part alike, as (name, bound)."""
+    out = []
+    for dep in env["dependencies"]:
+        out += [norm(d) for d in dep.get("pip", [])] if isinstance(dep, dict) else [norm(dep)]
+    return out
+
+
 def conda_specs(env):
-    return dict(norm(d) for d in env["dependencies"] if isinstance(d, str))
+    return dict(specs(env))
 
 
-def drift(project, env):
-    """Every way environment.yml disagrees with pyproject.toml, one line each (empty: in step).
-
-    conda gets the runtime dependencies, every extra (Binder needs the lab, the tests need the
-    rest) and the build requirements, with the same bounds."""
+def wanted(project, extras, groups):
+    """pyproject.toml's runtime and build requirements, plus the named extras and groups."""
     p = project["project"]
-    wanted = [*p["dependencies"], *project["build-system"]["requires"]]
-    wanted += [d for extra in p["optional-dependencies"].values() for d in extra]
-    have = conda_specs(env)
-    names = [norm(d)[0] for d in env["dependencies"] if isinstance(d, str)]
-    problems = [
-        f"environment.yml lists {n} twice" for n in sorted(set(names)) if names.count(n) > 1
-    ]
-    for name, bound in dict(map(norm, wanted)).items():
+    reqs = [*p["dependencies"], *project["build-system"]["requires"]]
+    reqs += [d for extra in extras for d in p["optional-dependencies"][extra]]
+    reqs += [d for group in groups for d in project["dependency-groups"][group]]
+    return dict(map(norm, reqs))
+
+
+def drift(project, env, extras=None, groups=None):
+    """Every way an environment file disagrees with pyproject.toml, one line each (empty: in
+    step): a listed package missing or with another bound, one listed twice, and one pyproject
+    does not ask for (beyond the build tools only conda can give). By default the environment
+    gets every extra and every dependency group (a checkout's conda environment)."""
+    extras = project["project"]["optional-dependencies"] if extras is None else extras
+    groups = project.get("dependency-groups", {}) if groups is None else groups
+    want, listed = wanted(project, extras, groups), specs(env)
+    have, names = dict(listed), [n for n, _ in listed]
+    problems = [f"lists {n} twice" for n in sorted(set(names)) if names.count(n) > 1]
+    for name, bound in want.items():
         if name not in have:
-            problems.append(f"environment.yml lacks {name}{bound}")
+            problems.append(f"lacks {name}{bound}")
         elif have[name] != bound:
             problems.append(
-                f"{name}: pyproject.toml says {bound!r}, environment.yml {have[name]!r}"
+                f"{name}: pyproject.toml says {bound!r}, the environment {have[name]!r}"
             )
-    return problems
+    extra = sorted(have.keys() - want.keys() - CONDA_ONLY)
+    return problems + [f"lists {n}, which pyproject.toml does not" for n in extra]
+
+
+# What only conda provides: the interpreter, the compiler and Node.js for the build, and the hub's
+# single-user server (pinned to the hub's major version, see test_deploy.py).
+CONDA_ONLY = {"python", "pip", "c-compiler", "sysroot-linux-64", "nodejs", "jupyterhub-singleuser"}
+# The student image: the chapters' runtime and the lab, no benchmark or test tools.
+BINDER = {"extras": ["lab"], "groups": []}
 
 
 def test_environment_yml_is_in_step_with_pyproject():
-    """Every runtime, extra and build dependency of pyproject.toml is in environment.yml."""
+    """The checkout's conda environment has every runtime, extra, group and build dependency of
+    pyproject.toml with the same bounds, and nothing else but the conda-only build tools."""
     assert drift(pyproject(), environment()) == []
+
+
+def test_binder_environment_is_in_step_with_pyproject():
+    """The student image's environment has the runtime, the lab extra and the build
+    requirements with pyproject.toml's bounds, and no test or benchmark tools."""
+    assert drift(pyproject(), environment("binder/environment.yml"), **BINDER) == []
 
 
 def test_drift_is_caught():
     """A deliberate drift on each side is reported: a changed bound, a dependency added to an
-    extra, a dependency dropped from the conda file, one listed twice."""
+    extra or a group, a dependency dropped from the conda file, one listed twice, a test tool in
+    the student image, and a pip part that disagrees."""
     project, env = pyproject(), environment()
     bumped = copy.deepcopy(project)
     bumped["project"]["dependencies"] = [
         "numpy>=99" if norm(d)[0] == "numpy" else d for d in bumped["project"]["dependencies"]
     ]
-    assert drift(bumped, env) == ["numpy: pyproject.toml says '>=99', environment.yml '>=1.24'"]
+    assert drift(bumped, env) == ["numpy: pyproject.toml says '>=99', the environment '>=1.24'"]
     extra = copy.deepcopy(project)
     extra["project"]["optional-dependencies"]["bench"].append("pyperf-extras>=1")
-    assert drift(extra, env) == ["environment.yml lacks pyperf-extras>=1"]
+    assert drift(extra, env) == ["lacks pyperf-extras>=1"]
+    group = copy.deepcopy(project)
+    group["dependency-groups"]["test"].append("pytest-xdist>=3")
+    assert drift(group, env) == ["lacks pytest-xdist>=3"]
     dropped = copy.deepcopy(env)
     dropped["dependencies"] = [d for d in env["dependencies"] if not str(d).startswith("cffi")]
-    assert drift(project, dropped) == ["environment.yml lacks cffi>=1.16"]
+    assert drift(project, dropped) == ["lacks cffi>=1.16"]
     twice = copy.deepcopy(env)
     twice["dependencies"].append("numpy>=1.24")
-    assert drift(project, twice) == ["environment.yml lists numpy twice"]
+    assert drift(project, twice) == ["lists numpy twice"]
+    student = environment("binder/environment.yml")
+    student["dependencies"].append("pytest>=8")
+    assert drift(project, student, **BINDER) == ["lists pytest, which pyproject.toml does not"]
+    piped = copy.deepcopy(env)
+    piped["dependencies"] = [d for d in env["dependencies"] if not str(d).startswith("tqdm")]
+    piped["dependencies"].append({"pip": ["tqdm>=4"]})
+    assert drift(project, piped) == ["tqdm: pyproject.toml says '>=4.66', the environment '>=4'"]
 
 
 def test_environment_yml_can_build_the_extension():
@@ -88,20 +128,6 @@ def test_python_version_is_supported():
     version = have["python"].lstrip("=")
     low = pyproject()["project"]["requires-python"].removeprefix(">=")
     assert tuple(map(int, version.split("."))) >= tuple(map(int, low.split(".")))
-
-
-def test_binder_uses_the_same_environment_and_installs_pagelab():
-    """binder/environment.yml is the top-level file; postBuild (run by repo2docker in a
-    non-login shell, where conda's activation scripts have not set CC) names conda's compiler
-    itself, then builds and installs pagelab."""
-    binder_env = ROOT / "binder" / "environment.yml"
-    assert binder_env.resolve() == (ROOT / "environment.yml").resolve()
-    post = ROOT / "binder" / "postBuild"
-    text = post.read_text()
-    assert text.startswith("#!/bin/bash\n") and "set -euo pipefail" in text
-    assert "x86_64-conda-linux-gnu-cc" in text and "export CC=" in text
-    assert "pip install --no-build-isolation --no-deps ." in text
-    assert post.stat().st_mode & 0o111
 
 
 def test_sdist_manifest_ships_the_sources():

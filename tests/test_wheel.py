@@ -1,5 +1,6 @@
 """`pip wheel .` builds one wheel that works from a fresh venv: compiled module, front end,
-chapters, C headers, `pagelab doctor`, an experiment, and `pagelab lab` on a copied chapter.
+chapters, C headers, `pagelab doctor`, an experiment, `pagelab lab` on a copied chapter, and the
+metadata the Jupyter ecosystem reads (`jupyter labextension list` naming the Python package).
 
 The wheel is built from a copy of the source tree without anything `make setup` builds (no
 widget bundle, no lab extension), so the build itself must make them; only labext/node_modules
@@ -12,12 +13,13 @@ test's venv through a .pth file (and JupyterLab's application assets through JUP
 itself provides comes from the wheel alone.
 """
 
+import email.parser
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tarfile
 import time
 import urllib.request
@@ -28,28 +30,22 @@ import pytest
 
 from helpers import ROOT, run, stop_group
 from test_lab import free_port
+from venvs import (
+    JUPYTER_SCRIPTS,
+    NODE_MODULES,
+    NOT_SOURCE,
+    borrow_packages,
+    install_as_here,
+    jupyter_lists,
+    lab_extension_line,
+    new_venv,
+    pip,
+    source_tree,
+)
 
 pytestmark = pytest.mark.slow
 
-# Not part of a source tree: build output (what `make setup` builds too), caches, the venv.
-_NOT_SOURCE = shutil.ignore_patterns(
-    ".git",
-    ".venv",
-    "build",
-    "dist",
-    "*.egg-info",
-    "node_modules",
-    "lib",
-    "static",
-    "labextension",
-    "*.so",
-    "*.o",
-    "__pycache__",
-    ".pytest_cache",
-    ".ipynb_checkpoints",
-)
 CHAPTERS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-NODE_MODULES = ROOT / "labext" / "node_modules"
 
 
 def _require(tool):
@@ -62,13 +58,17 @@ def _require(tool):
 
 
 def _pip_wheel(what, cwd, out):
+    """Build a wheel with pip (verbose: the build backend's own output and warnings are kept);
+    (wheel path, build output)."""
     p = run(
-        [sys.executable, "-m", "pip", "wheel", what, "--no-deps", "-w", out], cwd=cwd, timeout=900
+        [sys.executable, "-m", "pip", "wheel", "-v", what, "--no-deps", "-w", out],
+        cwd=cwd,
+        timeout=900,
     )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     (built,) = Path(out).glob("pagelab-*.whl")
     print(f"wheel {built.name}: {built.stat().st_size / 1024:.0f} KiB")
-    return built
+    return built, p.stdout + p.stderr
 
 
 @pytest.fixture(scope="module")
@@ -78,23 +78,26 @@ def source(tmp_path_factory):
     _require("npm")
     if not (NODE_MODULES / ".package-lock.json").is_file():
         pytest.skip("labext/node_modules is not installed here (make setup installs it)")
-    src = tmp_path_factory.mktemp("wheel") / "src"
-    shutil.copytree(ROOT, src, ignore=_NOT_SOURCE)
-    (src / "labext" / "node_modules").symlink_to(NODE_MODULES)
-    return src
+    return source_tree(tmp_path_factory.mktemp("wheel") / "src")
 
 
 @pytest.fixture(scope="module")
-def wheel(source):
-    """The wheel `pip wheel .` builds from that tree (building the front ends as it goes)."""
+def built(source):
+    """(wheel, build output) of `pip wheel .` on that tree (building the front ends as it
+    goes)."""
     return _pip_wheel(".", source, source.parent)
+
+
+@pytest.fixture(scope="module")
+def wheel(built):
+    return built[0]
 
 
 def test_build_without_npm_says_what_to_install(tmp_path):
     """From a tree without built front ends, a build on a machine without npm stops at once
     with one message naming what to install, instead of a wheel lacking the lab extension."""
     src = tmp_path / "src"
-    shutil.copytree(ROOT, src, ignore=_NOT_SOURCE)
+    shutil.copytree(ROOT, src, ignore=NOT_SOURCE)
     (tmp_path / "empty").mkdir()
     env = {**os.environ, "PATH": str(tmp_path / "empty")}  # no npm (nor anything else) on PATH
     p = run([sys.executable, "setup.py", "-q", "build_py"], cwd=src, env=env)
@@ -108,18 +111,14 @@ def test_build_without_npm_says_what_to_install(tmp_path):
 @pytest.fixture(scope="module")
 def fresh(wheel, tmp_path_factory):
     """A new venv holding the wheel; returns its bin directory."""
-    venv = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
-    python = venv / "bin" / "python"
+    bin_dir = new_venv(tmp_path_factory.mktemp("venv"))
     t = time.monotonic()
-    p = run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", wheel])
+    p = pip(bin_dir, "install", "-q", "--no-deps", wheel)
     assert p.returncode == 0, p.stderr
     print(f"wheel installed in {time.monotonic() - t:.1f} s (--no-deps)")
-    site = run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
-    (Path(site.stdout.strip()) / "borrowed-deps.pth").write_text(
-        sysconfig.get_path("purelib") + "\n"
-    )
-    return venv / "bin"
+    install_as_here(bin_dir, *JUPYTER_SCRIPTS)  # `jupyter ... list` from the venv itself
+    borrow_packages(bin_dir)
+    return bin_dir
 
 
 def _env(tmp_path):
@@ -166,6 +165,56 @@ def test_wheel_holds_the_extension_the_chapters_and_the_headers(wheel):
     assert config == {"etc/jupyter/jupyter_server_config.d/pagelab.json"}
 
 
+def _metadata(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        return email.parser.Parser().parsestr(z.read(name).decode())
+
+
+def test_wheel_has_what_the_ecosystem_looks_for(wheel, built):
+    """The wheel carries the MIT LICENSE, the JupyterLab classifiers the extension manager
+    searches for, project URLs, labext/package.json's version, no exact pin and no test tools
+    in its requirements, the lab extension once (shared data with install.json, not also under
+    the package), and its build warns about no package setuptools would ignore."""
+    meta = _metadata(wheel)
+    assert meta["Version"] == json.loads((ROOT / "labext" / "package.json").read_text())["version"]
+    assert meta["License-Expression"] == "MIT" and meta["License-File"] == "LICENSE"
+    classifiers = set(meta.get_all("Classifier"))
+    assert {
+        "Framework :: Jupyter :: JupyterLab :: 4",
+        "Framework :: Jupyter :: JupyterLab :: Extensions :: Prebuilt",
+    } <= classifiers
+    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL"))
+    assert {"Homepage", "Source", "Issues"} <= urls.keys()
+    requires = [r.replace("_", "-") for r in meta.get_all("Requires-Dist")]
+    assert not [r for r in requires if "==" in r.split(";")[0]], requires
+    assert not [r for r in requires if "pytest" in r or "ruff" in r]
+    core = {r.split(">")[0].split(";")[0].strip() for r in requires if "extra ==" not in r}
+    assert "ipykernel" not in core and "jupyter-server" not in core and "jupyterlab" not in core
+    assert any(r.startswith("jupyter-server") and 'extra == "lab"' in r for r in requires)
+    names = zipfile.ZipFile(wheel).namelist()
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert not [n for n in names if n.startswith("pagelab/labextension")]
+    lab, _ = _lab_files(names)
+    assert "share/jupyter/labextensions/pagelab/install.json" in lab
+    _, log = built
+    assert "running build_py" in log  # the backend's output is there to be checked
+    assert "absent from the `packages` configuration" not in log
+
+
+def test_clean_venv_lists_the_extension_with_its_provenance(fresh, tmp_path):
+    """In the clean venv `jupyter labextension list` shows pagelab enabled OK, installed by the
+    pagelab Python package, and `jupyter server extension list` shows it enabled and valid."""
+    env = {**_env(tmp_path), "PATH": f"{fresh}:/usr/bin:/bin"}
+    labext, serverext = jupyter_lists(fresh, env)
+    print(labext + serverext)
+    version = json.loads((ROOT / "labext" / "package.json").read_text())["version"]
+    assert lab_extension_line(labext) == f"pagelab v{version} enabled OK (python, pagelab)"
+    assert str(fresh.parent / "share" / "jupyter" / "labextensions") in labext
+    assert re.search(r"^\s*pagelab enabled$", serverext, re.M)
+    assert re.search(rf"^\s*pagelab {re.escape(version)} OK$", serverext, re.M)
+
+
 def test_sdist_carries_the_sources_and_builds_the_same_wheel(source, wheel, tmp_path):
     """The sdist of the built tree has labext/ (without node_modules), jupyter-config/ and the
     built front ends, and `pip wheel` on it gives a wheel with the same lab extension."""
@@ -176,8 +225,10 @@ def test_sdist_carries_the_sources_and_builds_the_same_wheel(source, wheel, tmp_
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     for path in (
+        "LICENSE",
         "labext/package.json",
         "labext/package-lock.json",
+        "labext/install.json",
         "labext/schema/plugin.json",
         "labext/src/labplugin.ts",
         "jupyter-config/jupyter_server_config.d/pagelab.json",
@@ -186,7 +237,7 @@ def test_sdist_carries_the_sources_and_builds_the_same_wheel(source, wheel, tmp_
     ):
         assert path in names, f"{path} is not in the sdist"
     assert not any(n.startswith(("labext/node_modules", "labext/lib/")) for n in names)
-    rebuilt = _pip_wheel(str(sdist), tmp_path, tmp_path / "out")
+    rebuilt, _ = _pip_wheel(str(sdist), tmp_path, tmp_path / "out")
     assert _lab_files(zipfile.ZipFile(rebuilt).namelist()) == _lab_files(
         zipfile.ZipFile(wheel).namelist()
     )

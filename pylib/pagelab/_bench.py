@@ -818,10 +818,12 @@ def pyperf_suite(doc):
     """The document's raw timings as a pyperf BenchmarkSuite (seconds; one run per figure)."""
     import pyperf
 
+    from ._report import pyperf_metadata
+
+    machine = pyperf_metadata({**doc["machine"], "pagelab": doc["version"]})
     benchmarks = []
     for name, values in doc["timings"].items():
-        meta = {"name": name, "unit": "second", "pagelab_version": doc["version"]}
-        meta.update({f"machine_{k}": str(v) for k, v in doc["machine"].items() if v is not None})
+        meta = {"name": name, "unit": "second", **machine}
         run_ = pyperf.Run(values, metadata=meta, collect_metadata=False)
         benchmarks.append(pyperf.Benchmark([run_]))
     return pyperf.BenchmarkSuite(benchmarks)

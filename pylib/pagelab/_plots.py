@@ -11,16 +11,21 @@ MIMETYPE = "application/vnd.plotly.v1+json"
 
 def displayable(fig):
     """fig, displayed by IPython as plotly's mimetype bundle (what JupyterLab's plotly extension
-    renders) with HTML beside it (what nbconvert and code hosts show; plotly.js from its CDN).
-    Built here: plotly's display path first loads its renderer registry, which imports nbformat
-    and jsonschema's format checkers (about 1.9 s on first display; 15 s on a busy 2-vCPU VM)."""
+    renders) with HTML beside it (what nbconvert and code hosts show; plotly.js from its CDN, or
+    embedded once per notebook: see _plotlyjs). Built here: plotly's display path first loads
+    its renderer registry, which imports nbformat and jsonschema's format checkers (about 1.9 s
+    on first display; 15 s on a busy 2-vCPU VM)."""
 
     def show():
         from IPython.display import display
 
+        from . import _plotlyjs
+
         # a fixed height: a 100% div inside nbconvert's output area collapses to nothing
         html = fig.to_html(
-            include_plotlyjs="cdn", full_html=False, default_height=fig.layout.height or 450
+            include_plotlyjs=_plotlyjs.include(),
+            full_html=False,
+            default_height=fig.layout.height or 450,
         )
         display({MIMETYPE: fig.to_plotly_json(), "text/html": html}, raw=True)
 

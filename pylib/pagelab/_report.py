@@ -90,6 +90,36 @@ def _summary(experiment):
     return importlib.import_module(f"pagelab.experiments.{experiment.replace('-', '_')}").SUMMARY
 
 
+# pyperf's own metadata names (the ones `pyperf collect_metadata` writes) for the machine facts
+# pagelab records; a fact pyperf has no name for keeps its own, prefixed with pagelab_.
+_PYPERF_NAMES = {
+    "cpu": "cpu_model_name",
+    "python": "python_version",
+    "pagelab": "pagelab_version",
+    "date": "date",
+}
+
+
+def pyperf_metadata(facts):
+    """pyperf run metadata from a machine's facts (a doctor environment, or a bench document's
+    machine): pyperf's names and types (cpu_count an int, load_avg_1min the load when the run
+    began, as a float; platform as pyperf's Linux-RELEASE prefix), pagelab_* for the rest.
+    Facts that are None are left out."""
+    meta = {}
+    for key, value in facts.items():
+        if value is None:
+            continue
+        if key == "kernel":
+            meta["platform"] = f"Linux-{value}"
+        elif key == "load_1min":
+            meta["load_avg_1min"] = float(value[0] if isinstance(value, list) else value)
+        elif key == "cpus":
+            meta["cpu_count"] = int(value)
+        else:
+            meta[_PYPERF_NAMES.get(key, f"pagelab_{key}")] = str(value)
+    return meta
+
+
 def _timed(reading):
     """The reading in seconds if it is a time pyperf can compare, else None."""
     scale = _SECONDS.get(reading.get("unit"))
@@ -295,14 +325,8 @@ class ClassReport:
         directory.mkdir(parents=True, exist_ok=True)
         written = []
         for m in self.machines:
-            env = m.environment
-            facts = {
-                "unit": "second",
-                "cpu_model_name": str(env.get("cpu", "?")),
-                "platform": str(env.get("kernel", "?")),
-                "pagelab_profile": str(env.get("profile", "?")),
-                "pagelab_version": m.version,
-            }
+            env = {k: m.environment.get(k) for k in ("cpu", "kernel", "profile")}
+            facts = {"unit": "second", **pyperf_metadata({**env, "pagelab": m.version})}
             benchmarks = [
                 pyperf.Benchmark(
                     [
