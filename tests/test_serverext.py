@@ -303,6 +303,9 @@ def test_an_admin_caps_the_rate_or_turns_the_panel_off(rate, tmp_path):
     finally:
         s.stop()
     assert {m["interval_ms"] for _, m in messages} == {500}
+    assert {m["note"] for _, m in messages} == {
+        "this server samples at most 2 times a second (PagelabKernels.max_rate_hz)"
+    }
     assert 2 <= len(messages) <= 2.5 * rate + 1, [t for t, _ in messages]
 
 

@@ -88,6 +88,7 @@ class Client:
         self.since = -math.inf  # the newest sample it has been sent (sockets)
         self.sent = {}  # kernel id -> the series it has been sent (sockets)
         self.expires = math.inf  # a GET poller's lease; a socket's lasts until it closes
+        self.note = ""  # what its replies say besides the samples (the server's cap)
 
 
 class Watched:
@@ -188,7 +189,13 @@ class KernelWatch:
             )
         interval_ms = parse_int(interval_ms, "interval_ms", MIN_INTERVAL_MS, MAX_INTERVAL_MS)
         wanted = _events.events(events or PANEL_EVENTS)
-        return Client(wanted, max(interval_ms, round(1000 / self.max_hz)) / 1000)
+        client = Client(wanted, max(interval_ms, round(1000 / self.max_hz)) / 1000)
+        if client.interval > interval_ms / 1000:
+            client.note = (
+                f"this server samples at most {self.max_hz:g} times a second"
+                " (PagelabKernels.max_rate_hz)"
+            )
+        return client
 
     def set_kernels(self, kernels):
         """The server's kernels now (id -> pid); only those of this user are watched."""
@@ -296,6 +303,7 @@ class KernelWatch:
             "now": time.monotonic() - self._t0,
             "interval_ms": round(client.interval * 1000),
             "sampling_error": self.error,
+            "note": client.note,
             "kernels": out,
         }
 
