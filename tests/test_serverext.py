@@ -279,18 +279,23 @@ def test_no_auth_warning_in_the_server_log(server):
 @pytest.mark.slow
 @pytest.mark.parametrize("rate", [2, 0])
 def test_an_admin_caps_the_rate_or_turns_the_panel_off(rate, tmp_path):
-    """`--PagelabKernels.max_rate_hz=2` serves a socket asking for 100 ms every 500 ms (and its
-    replies say 500); 0 turns the panel off: the socket gets the sentence and the close code
-    4403, a GET a JSON 403 with the same sentence."""
+    """PagelabKernels.max_rate_hz = 2 in a config file serves a socket asking for 100 ms every
+    500 ms (its replies say 500, and why); `--PagelabKernels.max_rate_hz=0` turns the panel off:
+    the socket gets the sentence and the close code 4403, a GET a JSON 403 with the same
+    sentence."""
     share = tmp_path / "share"
     _kernelspec(share, "pagelab-sleeper", SLEEPER)
-    s = Server(
-        "server",
-        tmp_path,
-        args=[f"--PagelabKernels.max_rate_hz={rate}"],
-        env={"JUPYTER_PATH": str(share)},
-    )
+    args = []
+    if rate:  # as docs/instructors.md says: in a Jupyter server config file
+        config = tmp_path / ".jupyter_config_dir"
+        config.mkdir()
+        config_file = config / "jupyter_server_config.json"
+        config_file.write_text(json.dumps({"PagelabKernels": {"max_rate_hz": rate}}))
+    else:
+        args.append(f"--PagelabKernels.max_rate_hz={rate}")
+    s = Server("server", tmp_path, args=args, env={"JUPYTER_PATH": str(share)})
     try:
+        assert s.api("/pagelab/watch")[1]["max_rate_hz"] == rate
         if rate == 0:
             msg, code = asyncio.run(_error_and_close(_ws(s, "interval_ms=100")))
             status, body = s.api("/pagelab/kernels")
