@@ -271,27 +271,24 @@ class KernelWatch:
             self._thread.start()
 
     def _reply(self, client, since, sent=None):
-        """Each kernel's samples after ``since``, at the client's interval, with the client's
-        columns. ``sent`` (a socket's): kernel id -> the series it has been sent, which are
-        left out while they stay the same; it is updated."""
+        """Each kernel's samples after ``since`` with the client's columns: the newest, and
+        older ones at the client's interval. ``sent`` (a socket's): kernel id -> the series it
+        has been sent, which are left out while they stay the same; it is updated."""
         slack = (self._period or client.interval) / 2  # a sample is taken at the nearest tick
         out, shown = [], {}
         for kid, pid in self._kernels.items():
             w = self._watched.get(kid)
             if w is None or w.pid != pid or not all(n in w.series for n in client.names):
                 continue  # the thread has not opened it yet: it appears next time
-            new = []
-            for sample in reversed(w.samples):
-                if sample[0] <= since:
+            rows, last = [], math.inf
+            for t, values, proc in reversed(w.samples):  # the newest first, and always
+                if t <= since:
                     break
-                new.append(sample)
-            rows, last = [], since
-            for t, values, proc in reversed(new):
-                if t >= last + client.interval - slack:
+                if t <= last - client.interval + slack:
                     row = [t, *(values.get(n, math.nan) for n in client.names), *proc]
                     rows.append([_json_number(v) for v in row])
                     last = t
-            entry = {"id": kid, "pid": pid, "samples": rows}
+            entry = {"id": kid, "pid": pid, "samples": rows[::-1]}
             shown[kid] = series = w.series_dicts(client.names)
             if sent is None or sent.get(kid) is not series:
                 entry["series"] = series
@@ -310,8 +307,9 @@ class KernelWatch:
     # ---- the thread ----
 
     def _supervise(self):
-        """Run the sampling loop; after an exception, log it (once per run of failures), tell
-        every client why, close every counter and start again after a backoff."""
+        """Run the sampling loop; after an exception, close every counter, log it and tell every
+        client why (once per run of failures; replies say it until a tick succeeds) and start
+        again after a backoff."""
         while True:
             try:
                 self._loop()
@@ -325,11 +323,11 @@ class KernelWatch:
                         f"sampling failed ({type(e).__name__}: {e}); retrying in {wait:g} s"
                     )
                     clients = list(self._clients)
-                if self._streak == 1:
-                    self.log.exception("pagelab: the kernel-counter sampler failed; restarting")
                 self._stop_watching()
-                if self.on_tick is not None:
-                    self.on_tick(clients)
+                if self._streak == 1:  # once per run of failures: the log, and every client
+                    self.log.exception("pagelab: the kernel-counter sampler failed; restarting")
+                    if self.on_tick is not None:
+                        self.on_tick(clients)
                 time.sleep(wait)
 
     def _loop(self):
