@@ -134,16 +134,22 @@ def test_clients_with_different_events_share_one_counter_each(sleeper):
     before = _perf_fds()
     watch.subscribe(a)
     watch.subscribe(b)
+
+    def counted():
+        watched = watch._watched.get("k")
+        return watched and sorted(n for _, have in watched.probes for n in have)
+
     try:
-        replies = _until(lambda: [r for r in watch.replies([a, b]) if r[0]["kernels"]])
-        watched = watch._watched["k"]
-        names = [n for _, have in watched.probes for n in have]
-        opened = [s for s in watched.series.values() if not s.reason]
-        assert sorted(names) == ["context-switches", "page-faults"]
-        assert _perf_fds() - before == len(opened)
+        names = _until(lambda: counted() == ["context-switches", "page-faults"] and counted())
+        ticks = watch.peek()["ticks"]
+        _until(lambda: watch.peek()["ticks"] > ticks)  # a sample of both events
+        replies = watch.replies([a, b])
+        opened = [s for s in watch._watched["k"].series.values() if not s.reason]
+        fds = _perf_fds() - before
     finally:
         watch.unsubscribe(a)
         watch.unsubscribe(b)
+    assert names == ["context-switches", "page-faults"] and fds == len(opened)
     for data, (client,) in replies:
         k = data["kernels"][0]
         assert [s["name"] for s in k["series"]] == [*client.names, *PROC]
