@@ -7,13 +7,13 @@ costs, and how fast the browser draws.
   same way.
 - ``watched_slowdown()``: a memory-bound process timed alone and while a 30 Hz LiveCounters
   watches it, alternating in one run so drift hits both sides alike.
-- ``server_cpu_with_panel()``: CPU of a real `jupyter server` with 5 real kernels while a
-  panel's WebSocket streams their samples at 10 Hz, and with no panel, alternating.
+- ``server_cpu_with_panel()``: CPU of a real `jupyter server` with 5 real kernels while one
+  panel's WebSocket, then five, stream their samples at 10 Hz, and with no panel, alternating.
 - ``counters_magic_cost()`` and ``autocount_cost()``: the wall time of an empty cell under
   ``%%counters``, and with ``%pagelab autocount on``, against the empty cell alone, in an
   in-process IPython shell.
 
-Each returns a dict. ``pagelab bench`` reports five numbers from them (FIGURES: its key -> the
+Each returns a dict. ``pagelab bench`` reports six numbers from them (FIGURES: its key -> the
 function here that returns (value, details); the function's docstring is the figure's meaning).
 A figure whose browser or Jupyter server is not here raises Missing with the reason.
 Run all: .venv/bin/python bench/bench_live.py
@@ -21,6 +21,7 @@ Run all: .venv/bin/python bench/bench_live.py
 
 import asyncio
 import contextlib
+import functools
 import io
 import json
 import shutil
@@ -262,10 +263,11 @@ def _cpu_s(pid):
     return s["utime"] + s["stime"]
 
 
+@functools.cache
 def server_cpu_with_panel(kernels=5, seconds=10.0, rounds=3):
-    """The server's CPU (all its threads, /proc/PID/stat) in percent of one core while one
-    panel's WebSocket streams 10 Hz samples of ``kernels`` kernels, against the same server with
-    no panel open, alternating."""
+    """The server's CPU (all its threads, /proc/PID/stat) in percent of one core while 1 and
+    then 5 panels' WebSockets stream 10 Hz samples of ``kernels`` real kernels, against the same
+    server with no panel open, in rounds alternating the three (cached: two figures use it)."""
     from tornado.websocket import websocket_connect
 
     from jupyter_browser import Server
@@ -281,6 +283,9 @@ def server_cpu_with_panel(kernels=5, seconds=10.0, rounds=3):
         ws.close()
         return seen
 
+    async def panels(url, n):
+        return await asyncio.gather(*(streamed(url) for _ in range(n)))
+
     root = Path(tempfile.mkdtemp(prefix="pagelab-bench-server-"))
     server = Server("server", root)
     ids = []
@@ -295,29 +300,28 @@ def server_cpu_with_panel(kernels=5, seconds=10.0, rounds=3):
             f"ws://127.0.0.1:{server.port}/pagelab/kernels/stream"
             f"?interval_ms={PANEL_MS}&token={server.token}"
         )
-        shares = {True: [], False: []}
-        for i in range(2 * rounds):
-            panel = i % 2 == 0
-            time.sleep(5)  # past the previous round: the watch stops after its idle time
+        shares = {0: [], 1: [], 5: []}
+        for i in range(3 * rounds):
+            n = (0, 1, 5)[i % 3]
+            time.sleep(1)  # past the previous round: its sockets closed, the watch stopped
             c0, t0 = _cpu_s(pid), time.monotonic()
-            if panel:
-                seen = asyncio.run(streamed(url))
-                assert seen == kernels, f"the panel saw {seen} of {kernels} kernels"
+            if n:
+                seen = asyncio.run(panels(url, n))
+                assert seen == [kernels] * n, f"the panels saw {seen} of {kernels} kernels"
             else:
                 time.sleep(seconds)
-            shares[panel].append(100 * (_cpu_s(pid) - c0) / (time.monotonic() - t0))
+            shares[n].append(100 * (_cpu_s(pid) - c0) / (time.monotonic() - t0))
     finally:
         for kid in ids:
             server.api(f"/api/kernels/{kid}", "DELETE")
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
-    with_panel, without = statistics.median(shares[True]), statistics.median(shares[False])
     return {
         "kernels": kernels,
         "asked_hz": 1000 / PANEL_MS,
-        "with_panel_cpu_percent": with_panel,
-        "without_panel_cpu_percent": without,
-        "panel_cpu_percent": with_panel - without,
+        "one_panel_cpu_percent": statistics.median(shares[1]),
+        "five_panels_cpu_percent": statistics.median(shares[5]),
+        "without_panel_cpu_percent": statistics.median(shares[0]),
         "target_percent": 2.0,
         "source": "rusage (/proc/PID/stat utime+stime)",
     }
@@ -374,9 +378,22 @@ def panel_refresh_hz():
 def panel_server_cpu_percent():
     """CPU of a real jupyter server (all threads, /proc/PID/stat utime+stime) in percent of one
     core while a kernel panel's WebSocket streams 5 kernels at 10 Hz; median of rounds
-    alternating with no panel open"""
+    alternating with no panel and with 5 panels open"""
     d = server_cpu_with_panel()
-    return d["with_panel_cpu_percent"], {
+    return d["one_panel_cpu_percent"], {
+        "without_panel_cpu_percent": d["without_panel_cpu_percent"],
+        "kernels": d["kernels"],
+        "source": "rusage",
+    }
+
+
+def panel_server_cpu_percent_5_clients():
+    """CPU of the same server while 5 kernel panels (5 WebSockets, as 5 tabs) stream the same
+    5 kernels at 10 Hz each: the sampling is shared, so this grows by the cost of sending, not
+    of sampling; median of the same alternating rounds"""
+    d = server_cpu_with_panel()
+    return d["five_panels_cpu_percent"], {
+        "one_panel_cpu_percent": d["one_panel_cpu_percent"],
         "without_panel_cpu_percent": d["without_panel_cpu_percent"],
         "kernels": d["kernels"],
         "source": "rusage",
@@ -395,6 +412,7 @@ FIGURES = {
     "live.slowdown": slowdown,
     "panel.refresh_hz": panel_refresh_hz,
     "panel.server_cpu_percent": panel_server_cpu_percent,
+    "panel.server_cpu_percent_5_clients": panel_server_cpu_percent_5_clients,
     "panel.autocount_ms": autocount_ms,
 }
 

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,7 +18,7 @@ _Noreturn static void child(const char *path, char *const argv[], char *const en
     int staged[PL_WORKER_NFDS];
     sigset_t none;
     int e = 0;
-    if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+    if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, PL_WORKER_DEATH_SIGNAL) != 0)
         e = errno;
     else if (getppid() != parent)
         _exit(127); /* the caller died before the death signal was armed: nobody waits for us */
@@ -33,6 +34,23 @@ _Noreturn static void child(const char *path, char *const argv[], char *const en
     e = e ? e : errno;
     (void)!write(status_fd, &e, sizeof e); /* status_fd closes on a successful exec */
     _exit(127);
+}
+
+static void kill_group(int sig)
+{
+    (void)sig;
+    kill(0, SIGKILL); /* async-signal-safe: the worker and all it started, its whole group */
+}
+
+int pl_worker_guard(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = kill_group;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(PL_WORKER_DEATH_SIGNAL, &sa, NULL) < 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+        return -errno;
+    return 0;
 }
 
 pid_t pl_worker_spawn(const char *path, char *const argv[], char *const envp[], const int fds[4],

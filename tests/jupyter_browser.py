@@ -181,7 +181,8 @@ class Server:
         raise AssertionError("the notebook's kernel did not become idle within 120 s")
 
     def api(self, path, method="GET", body=None, token=True):
-        """(status, JSON or None) of a REST call, with the token in its header unless told not."""
+        """(status, JSON or None) of a REST call, with the token in its header unless told not;
+        an error's JSON body too."""
         url = f"http://127.0.0.1:{self.port}{path}"
         headers = {"Authorization": f"token {self.token}"} if token else {}
         data = None if body is None else json.dumps(body).encode()
@@ -191,7 +192,10 @@ class Server:
                 text = r.read()
                 return r.status, json.loads(text) if text else None
         except urllib.error.HTTPError as e:
-            return e.code, None
+            try:
+                return e.code, json.loads(e.read())
+            except ValueError:
+                return e.code, None
 
     def url(self, path):
         sep = "&" if "?" in path else "?"

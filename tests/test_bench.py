@@ -37,6 +37,7 @@ KEYS = {
     "live.slowdown",
     "panel.refresh_hz",
     "panel.server_cpu_percent",
+    "panel.server_cpu_percent_5_clients",
     "panel.autocount_ms",
 }
 FULL_KEYS = KEYS | {"run_all_s", "nbval_s.all"}  # only without --fast

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -155,7 +156,10 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
     notebook's kernel counts per cell; a cell touching 256 MiB then raises the panel's page-faults
     total for that kernel by at least 60,000 and gets a line showing at least 60,000 minflt; the
     status bar shows the kernel's RSS; a screenshot is saved; with the setting turned off in the
-    Settings Editor the next cell gets no line."""
+    Settings Editor the next cell gets no line. While the page is hidden the panel and the
+    status bar hold no socket, so the server samples nothing, and they resume when it is shown
+    (headless chromium never hides a page: the test sets document.visibilityState and fires
+    visibilitychange, as a browser does when the tab goes to the background)."""
     settings = {"pagelab:plugin": {"autocount": True}}
     with browser("lab", "kernel-panel", [TOUCH_256M], settings) as (server, page):
         editor = open_notebook(page, server, PATHS["lab"])
@@ -164,7 +168,7 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
             f"() => /per-cell counts$/.test(document.querySelector('{STATUS}')?.textContent)",
             timeout=120_000,
         )
-        _, row = _open_panel(page, server, "lab")
+        kernel_id, row = _open_panel(page, server, "lab")
         before = _number(page, f"{row} .pl-total")
         _run(editor, page)
         page.wait_for_function(_at_least(f"{row} .pl-total", before + AT_LEAST), timeout=180_000)
@@ -178,12 +182,45 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
         print(f"screenshot: {shot}; panel page-faults {before:,} -> {after:,}")
         print(f"cell line: {cell_text.strip()}; status bar: {status}")
         lines_after_off = _turn_autocount_off_and_run_a_cell(page)
+        paused, resumed = _hide_and_show(page, server, kernel_id)
     assert after - before >= AT_LEAST
     assert source in ("sw", "rusage")
     m = AUTOCOUNT_LINE.search(cell_text)
     assert m and int(m.group(1).replace(",", "")) >= AT_LEAST, cell_text
     assert "RSS" in status and "MiB" in status
     assert lines_after_off == 1  # the 256 MiB cell's line, and none under the later cell
+    assert paused["clients"] == 0 and not paused["sampling"], paused
+    assert resumed["clients"] >= 1, resumed
+
+
+def _set_visibility(page, state):
+    """What a browser does when the tab goes to the background or comes back."""
+    page.evaluate(
+        """state => {
+            const get = () => state;
+            Object.defineProperty(document, "visibilityState", {configurable: true, get});
+            document.dispatchEvent(new Event("visibilitychange"));
+        }""",
+        state,
+    )
+
+
+def _hide_and_show(page, server, kernel_id):
+    """Hide the page until the server has no client and stops sampling, then show it until the
+    panel draws the kernel anew; returns /pagelab/watch's state at both points."""
+    _set_visibility(page, "hidden")
+    deadline = time.monotonic() + 60
+    while (paused := server.api("/pagelab/watch")[1])["clients"] or paused["sampling"]:
+        assert time.monotonic() < deadline, f"still sampling for a hidden page: {paused}"
+        time.sleep(0.2)
+    view = f'[data-pagelab="kernel"][data-kernel="{kernel_id}"]'
+    draws = int(page.get_attribute(view, "data-draws"))
+    _set_visibility(page, "visible")
+    page.wait_for_function(
+        f"() => Number(document.querySelector('{view}').dataset.draws) > {draws}",
+        timeout=60_000,
+    )
+    return paused, server.api("/pagelab/watch")[1]
 
 
 def _turn_autocount_off_and_run_a_cell(page):
@@ -217,3 +254,20 @@ def test_kernel_panel_opens_in_notebook_7():
         source = page.inner_text(f"{row} .pl-source")
         print(f"screenshot: {screenshot(page, 'kernel-panel-notebook')}")
     assert source in ("sw", "rusage")
+
+
+@pytest.mark.slow
+def test_kernel_panel_says_why_an_event_cannot_be_counted():
+    """With an unknown event in the panel's settings, the panel shows the server's sentence
+    (the event, and where the valid names are), not a bare close code."""
+    settings = {"pagelab:plugin": {"events": ["no-such-event"]}}
+    with browser("lab", "kernel-panel-error", ["x = 1"], settings) as (server, page):
+        open_notebook(page, server, PATHS["lab"])
+        page.locator('.jp-SideBar [data-id="pagelab-kernels"]').click()
+        status = '[data-pagelab="panel-status"]'
+        page.wait_for_function(
+            f"() => /unknown event/.test(document.querySelector('{status}')?.textContent)",
+            timeout=120_000,
+        )
+        text = page.inner_text(status)
+    assert "unknown event 'no-such-event'" in text and "pagelab doctor" in text, text

@@ -3,9 +3,11 @@ with good code, a compile error, a segfault, an endless loop and a memory hog. T
 survive each. Also in the blocked profile: the kernel runs under the seccomp launcher."""
 
 import json
+import os
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -284,3 +286,96 @@ def test_blocked_profile_counters_and_c_cell_fall_back_with_labels(blocked_kerne
     assert source == "rusage: minflt+majflt" and faults >= 4096 * 0.9
     assert re.search(r"task-clock n/a \([^)]*seccomp", out["stdout"]), out["stdout"]
     assert blocked_kernel.alive()
+
+
+# main() forks a child that would sleep forever under a name the test can find, then ends as
+# told; the comm name is unique per test run (at most 15 characters).
+STRAY = f"plstray{os.getpid() % 100000}"
+
+
+def _forks(ending):
+    """A C cell whose main() forks a child that pauses forever under the name STRAY."""
+    return (
+        "#include <sys/prctl.h>\n#include <unistd.h>\n"
+        "int main(void)\n{\n"
+        f'    if (fork() == 0) {{\n        prctl(PR_SET_NAME, "{STRAY}");\n'
+        "        for (;;)\n            pause();\n    }\n"
+        f"    {ending}\n}}\n"
+    )
+
+
+def _strays():
+    """The live (not zombie) processes named STRAY."""
+    out = []
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() == STRAY:
+                state = (comm.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    out.append(int(comm.parent.name))
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return out
+
+
+def _until_none_left(timeout=10):
+    deadline = time.monotonic() + timeout
+    while (left := _strays()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "options,ending,says",
+    [
+        ("", "return 0;", "note: killed 1 process that main() left running"),
+        ("--timeout 1", "for (;;)\n        ;", "ran longer than 1 s and was stopped"),
+        ("", "*(volatile int *)0 = 1;", "crashed with SIGSEGV"),
+    ],
+    ids=["normal-exit", "timeout", "crash"],
+)
+def test_c_magic_leaves_no_process_behind(kernel, options, ending, says):
+    """A child that main() forked is killed when the cell ends, whether main() returned (the
+    cell says so in one line), ran out of time or crashed; a crash is never reported as a
+    timeout."""
+    out = kernel.run(f"%%c {options}\n" + _forks(ending))
+    left = _until_none_left()
+    text = out["stdout"] + out["stderr"]
+    assert says in text, out
+    assert text.count(says) == 1 and ("ran longer" in text) == ("timeout" in options), out
+    assert not left
+
+
+@pytest.mark.slow
+def test_c_magic_child_dies_on_interrupt_and_on_kernel_shutdown():
+    """While main() runs, its forked child dies with the worker when the kernel is interrupted
+    and when the kernel is shut down (killed outright, as Jupyter does after a short wait)."""
+    k = Kernel()
+    try:
+        assert k.run("%load_ext pagelab")["status"] == "ok"
+        cell = "%%c --timeout 120\n" + _forks("for (;;)\n        ;")
+        for how in ("interrupt", "shutdown"):
+            msg_id = k.kc.execute(cell)
+            deadline = time.monotonic() + 60
+            while not _strays():
+                assert time.monotonic() < deadline, "the cell's child never started"
+                time.sleep(0.05)
+            if how == "interrupt":
+                k.km.interrupt_kernel()
+                said = ""
+                while True:  # the cell's output until the kernel is idle again
+                    msg = k.kc.get_iopub_msg(timeout=60)
+                    if msg["parent_header"].get("msg_id") != msg_id:
+                        continue
+                    if msg["msg_type"] == "stream":
+                        said += msg["content"]["text"]
+                    if msg["content"].get("execution_state") == "idle":
+                        break
+                assert "stopped the C cell worker" in said, said
+            else:
+                k.stop()
+            assert not _until_none_left(), how
+    finally:
+        if k.km.is_alive():
+            k.stop()

@@ -161,6 +161,7 @@ int pl_spawn_release(int gate, int exec_status);
 /* pl_worker.h */
 pid_t pl_worker_spawn(const char *path, char *const argv[], char *const envp[], const int fds[4],
                       pid_t parent);
+int pl_worker_guard(void);
 
 /* pl_out.h */
 #define PL_LABEL_MAX ...

@@ -1,5 +1,6 @@
-// The server extension's wire format (GET pagelab/kernels, see pagelab._serverext) and how one
-// reply becomes the SampleBatch a LiveView takes, the same shape the widget's messages decode to.
+// The server extension's replies (see pagelab._serverext; stream.ts fills in the series a
+// socket's messages leave out while unchanged) and how one becomes the SampleBatch a LiveView
+// takes, the same shape the widget's messages decode to.
 
 import type { CounterInfo, SampleBatch } from "./protocol";
 
@@ -18,8 +19,12 @@ export interface KernelsReply {
   version: string;
   /** seconds on the server's watch clock, the clock of every sample's t */
   now: number;
+  /** how often this client gets a sample: its setting, or the server's cap */
   interval_ms: number;
-  idle_s: number;
+  /** why the server's sampling failed (it retries), or null */
+  sampling_error: string | null;
+  /** e.g. that the server caps the rate below the setting ("" if nothing) */
+  note: string;
   kernels: KernelCounters[];
 }
 

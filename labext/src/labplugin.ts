@@ -34,7 +34,7 @@ const connect: Connect = (query, onMessage, onClose) => {
   if (settings.token) url += `&token=${encodeURIComponent(settings.token)}`;
   const ws = new settings.WebSocket(url);
   ws.onmessage = (e: MessageEvent) => onMessage(String(e.data));
-  ws.onclose = (e: CloseEvent) => onClose(`the counter stream closed (${e.code})`);
+  ws.onclose = (e: CloseEvent) => onClose(e.code, e.reason);
   return {
     close: () => {
       ws.onclose = null;
@@ -89,6 +89,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ) => {
     addStyle(document);
     const stream = new KernelStream(connect);
+    // a hidden tab costs nothing: no socket, so the server samples nothing for it
+    const standby = () => stream.setHidden(document.visibilityState === "hidden");
+    document.addEventListener("visibilitychange", standby);
+    standby();
     const panel = new KernelPanel(stream);
     app.shell.add(panel, "left", { rank: 900 });
 

@@ -22,6 +22,7 @@ export class KernelList {
     this.root.dataset.pagelab = "kernel-panel";
     this.status = document.createElement("div");
     this.status.className = "pl-panel-status";
+    this.status.dataset.pagelab = "panel-status";
     this.list = document.createElement("div");
     this.root.append(this.status, this.list);
   }
@@ -57,9 +58,11 @@ export class KernelList {
       }
     }
     const n = reply.kernels.length;
-    this.status.textContent = n
+    const state = n
       ? `${n} kernel${n > 1 ? "s" : ""}, sampled every ${reply.interval_ms} ms (pagelab ${reply.version})`
       : "none of your kernels is running";
+    const failed = reply.sampling_error ? `pagelab: ${reply.sampling_error}` : "";
+    this.status.textContent = [failed || state, reply.note].filter(Boolean).join("; ");
   }
 
   /** Redraw every view's totals, rates and sparklines. */

@@ -1,8 +1,9 @@
-// The server extension's WebSocket, open while anyone watches (the panel, the status-bar item):
-// every message, one per sampling tick, goes to all of them. Nobody subscribed: the socket is
-// closed, so the server stops sampling.
+// The server extension's WebSocket, open while anyone watches (the panel, the status-bar item)
+// and the page is visible: every message goes to all of them. Nobody subscribed, or the page
+// hidden: the socket is closed, so the server samples nothing for this tab.
 
-import type { KernelsReply } from "./kernels";
+import type { CounterInfo } from "./protocol";
+import type { KernelCounters, KernelsReply } from "./kernels";
 
 export type Listener = (reply: KernelsReply | null, error: string | null) => void;
 
@@ -10,8 +11,14 @@ export type Listener = (reply: KernelsReply | null, error: string | null) => voi
 export type Connect = (
   query: string,
   onMessage: (data: string) => void,
-  onClose: (why: string) => void,
+  onClose: (code: number, reason: string) => void,
 ) => { close(): void };
+
+/** A message as the server sends it: a kernel's series only when they are new to this socket,
+ * or the one sentence that says why the server refuses this socket's query. */
+type Wire = (KernelsReply & { kernels: (KernelCounters & { series?: CounterInfo[] })[] }) | {
+  error: string;
+};
 
 const RETRY_MS = 2000; // after the server went away (restarted, network): try again
 
@@ -21,6 +28,11 @@ export class KernelStream {
   private retry: ReturnType<typeof setTimeout> | null = null;
   private interval = 100;
   private eventNames: string[] = [];
+  private hidden = false;
+  /** The server's sentence for a query it refuses: no retry until the settings change. */
+  private refused: string | null = null;
+  /** Each kernel's series on this socket (the server leaves them out while unchanged). */
+  private readonly series = new Map<string, CounterInfo[]>();
 
   constructor(
     private readonly connect: Connect,
@@ -30,20 +42,27 @@ export class KernelStream {
     ) => setTimeout(cb, ms),
   ) {}
 
-  /** Refresh interval (also the server's sampling interval) and events; reconnects if open. */
+  /** Refresh interval and events; reconnects if anyone listens. */
   configure(intervalMs: number, events: string[]): void {
     this.interval = intervalMs;
     this.eventNames = events;
-    if (this.socket) {
-      this.close();
-      this.open();
-    }
+    this.refused = null;
+    this.close();
+    this.resume();
+  }
+
+  /** Stop while the page is hidden, go on when it is shown (document.visibilityState). */
+  setHidden(hidden: boolean): void {
+    this.hidden = hidden;
+    if (hidden) this.close();
+    else this.resume();
   }
 
   /** Start listening (the socket opens with the first listener); returns the unsubscribe. */
   subscribe(listener: Listener): () => void {
     this.listeners.add(listener);
-    if (!this.socket && this.retry === null) this.open();
+    if (this.refused !== null) listener(null, this.refused);
+    this.resume();
     return () => {
       this.listeners.delete(listener);
       if (this.listeners.size === 0) this.close();
@@ -61,23 +80,47 @@ export class KernelStream {
     return q.toString();
   }
 
+  private resume(): void {
+    const wanted = this.listeners.size > 0 && !this.hidden && this.refused === null;
+    if (wanted && !this.socket && this.retry === null) this.open();
+  }
+
+  private tell(reply: KernelsReply | null, error: string | null): void {
+    for (const l of [...this.listeners]) l(reply, error);
+  }
+
   private open(): void {
-    this.socket = this.connect(
-      this.query(),
-      (data) => {
-        const reply = JSON.parse(data) as KernelsReply;
-        for (const l of [...this.listeners]) l(reply, null);
-      },
-      (why) => {
-        this.socket = null;
-        for (const l of [...this.listeners]) l(null, why);
-        if (this.listeners.size)
-          this.retry = this.later(() => {
-            this.retry = null;
-            if (this.listeners.size && !this.socket) this.open();
-          }, RETRY_MS);
-      },
-    );
+    this.series.clear();
+    this.socket = this.connect(this.query(), (data) => this.receive(data), (code, reason) => {
+      this.socket = null;
+      if (code >= 4000 && code < 5000) {
+        // the server refused the query and said why (4400, 4403): retrying cannot help
+        if (this.refused === null) {
+          this.refused = reason || `the server refused the counter stream (${code})`;
+          this.tell(null, this.refused);
+        }
+        return;
+      }
+      this.tell(null, `the counter stream closed (${code})`);
+      this.retry = this.later(() => {
+        this.retry = null;
+        this.resume();
+      }, RETRY_MS);
+    });
+  }
+
+  private receive(data: string): void {
+    const msg = JSON.parse(data) as Wire;
+    if ("error" in msg) {
+      this.refused = msg.error;
+      this.tell(null, msg.error);
+      return;
+    }
+    for (const k of msg.kernels) {
+      if (k.series) this.series.set(k.id, k.series);
+      else k.series = this.series.get(k.id) ?? [];
+    }
+    this.tell(msg as KernelsReply, null);
   }
 
   private close(): void {

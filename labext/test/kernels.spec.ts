@@ -15,7 +15,7 @@ function kernel(id: string, samples: (number | null)[][]): KernelCounters {
 }
 
 function reply(kernels: KernelCounters[]): KernelsReply {
-  return { version: "0.0.0", now: 9, interval_ms: 100, idle_s: 3, kernels };
+  return { version: "0.0.0", now: 9, interval_ms: 100, sampling_error: null, note: "", kernels };
 }
 
 describe("kernel replies", () => {
@@ -62,6 +62,16 @@ describe("KernelList", () => {
     list.update(reply([]), null);
     expect(list.root.textContent).toContain("none of your kernels is running");
   });
+
+  it("says when the server's sampling failed, and the server's note", () => {
+    const list = new KernelList("0.0.0");
+    const failed = { ...reply([kernel("a", [])]), sampling_error: "sampling failed (OSError: x)" };
+    list.update(failed, null);
+    const status = list.root.querySelector('[data-pagelab="panel-status"]')!;
+    expect(status.textContent).toBe("pagelab: sampling failed (OSError: x)");
+    list.update({ ...reply([kernel("a", [])]), interval_ms: 500, note: "at most 2 Hz" }, null);
+    expect(status.textContent).toBe("1 kernel, sampled every 500 ms (pagelab 0.0.0); at most 2 Hz");
+  });
 });
 
 describe("KernelStatus", () => {
@@ -78,18 +88,36 @@ describe("KernelStatus", () => {
 
 describe("KernelStream", () => {
   function fakeServer() {
-    const sockets: { query: string; send: (r: KernelsReply) => void; drop: () => void; closed: boolean }[] = [];
-    const connect = (query: string, onMessage: (d: string) => void, onClose: (w: string) => void) => {
+    const sockets: {
+      query: string;
+      send: (msg: object) => void;
+      drop: (code?: number, reason?: string) => void;
+      closed: boolean;
+    }[] = [];
+    const connect = (
+      query: string,
+      onMessage: (d: string) => void,
+      onClose: (code: number, reason: string) => void,
+    ) => {
       const s = {
         query,
         closed: false,
-        send: (r: KernelsReply) => onMessage(JSON.stringify(r)),
-        drop: () => onClose("the counter stream closed (1006)"),
+        send: (msg: object) => onMessage(JSON.stringify(msg)),
+        drop: (code = 1006, reason = "") => onClose(code, reason),
       };
       sockets.push(s);
       return { close: () => (s.closed = true) };
     };
     return { sockets, connect };
+  }
+
+  function manualTimers() {
+    const timers: (() => void)[] = [];
+    const later = (cb: () => void) => {
+      timers.push(cb);
+      return 0 as unknown as ReturnType<typeof setTimeout>;
+    };
+    return { timers, later };
   }
 
   it("opens one socket for all listeners and closes it when the last one leaves", () => {
@@ -114,11 +142,8 @@ describe("KernelStream", () => {
 
   it("reconnects with new settings, and after a drop says why and tries again", () => {
     const server = fakeServer();
-    const timers: (() => void)[] = [];
-    const stream = new KernelStream(server.connect, (cb) => {
-      timers.push(cb);
-      return 0 as unknown as ReturnType<typeof setTimeout>;
-    });
+    const { timers, later } = manualTimers();
+    const stream = new KernelStream(server.connect, later);
     const errors: (string | null)[] = [];
     stream.subscribe((_r, e) => errors.push(e));
     stream.configure(50, []);
@@ -130,5 +155,52 @@ describe("KernelStream", () => {
     expect(stream.connected).toBe(false);
     timers.shift()!();
     expect(server.sockets.length).toBe(3);
+  });
+
+  it("shows the server's sentence for a refused query and retries only for new settings", () => {
+    const server = fakeServer();
+    const { timers, later } = manualTimers();
+    const stream = new KernelStream(server.connect, later);
+    const errors: (string | null)[] = [];
+    stream.configure(100, ["nope"]);
+    stream.subscribe((_r, e) => errors.push(e));
+    const sentence = "unknown event 'nope'; `pagelab doctor` lists them";
+    server.sockets[0].send({ error: sentence });
+    server.sockets[0].drop(4400, sentence.slice(0, 20));
+    expect(errors).toEqual([sentence]);
+    expect(timers.length).toBe(0); // retrying the same query cannot help
+    const late: (string | null)[] = [];
+    stream.subscribe((_r, e) => late.push(e));
+    expect(late).toEqual([sentence]); // a listener that comes later is told too
+    expect(server.sockets.length).toBe(1);
+    stream.configure(100, ["page-faults"]);
+    expect(server.sockets.length).toBe(2);
+    server.sockets[1].drop(4403, "the kernel panel is turned off");
+    expect(errors[errors.length - 1]).toBe("the kernel panel is turned off");
+  });
+
+  it("fills in the series the server leaves out while they are unchanged", () => {
+    const server = fakeServer();
+    const stream = new KernelStream(server.connect);
+    const got: KernelsReply[] = [];
+    stream.subscribe((r) => got.push(r!));
+    server.sockets[0].send(reply([kernel("a", [[1, 5, null, 0]])]));
+    const { series: _, ...bare } = kernel("a", [[2, 7, null, 0]]);
+    server.sockets[0].send(reply([bare as KernelCounters]));
+    expect(got[1].kernels[0].series).toEqual(series);
+  });
+
+  it("closes its socket while the page is hidden and opens it again when shown", () => {
+    const server = fakeServer();
+    const stream = new KernelStream(server.connect);
+    stream.subscribe(() => {});
+    stream.setHidden(true);
+    expect(server.sockets[0].closed).toBe(true);
+    expect(stream.connected).toBe(false);
+    stream.configure(200, []); // a settings change while hidden opens nothing
+    expect(server.sockets.length).toBe(1);
+    stream.setHidden(false);
+    expect(server.sockets.length).toBe(2);
+    expect(server.sockets[1].query).toBe("interval_ms=200");
   });
 });

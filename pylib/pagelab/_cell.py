@@ -228,7 +228,13 @@ def execute(path, events=None, sim=None):
     else:
         simulator = _sim.Simulator(sim or None)
         cell.region.sim = simulator._sim
-    rc, text, cut = _with_stdout(lambda: lib.pl_cell_run(str(path).encode(), cell))
+
+    def run_main():
+        rc = lib.pl_cell_run(str(path).encode(), cell)
+        # main() has returned: the cell is over, and so is anything it left running
+        return rc, _worker.kill_left_running()
+
+    (rc, left_running), text, cut = _with_stdout(run_main)
     if rc < 0:
         raise BadInput(ffi.string(cell.error).decode())
     used = cell.begun > 0 and cell.ended > 0
@@ -249,6 +255,9 @@ def execute(path, events=None, sim=None):
         notes.append("PL_REGION_BEGIN without PL_REGION_END: all of main() is measured")
     if cut:
         notes.append(f"the cell's output was cut at {OUTPUT_LIMIT >> 10} KiB")
+    if left_running:
+        s = "" if left_running == 1 else "es"
+        notes.append(f"killed {left_running} process{s} that main() left running")
     return {
         "label": "region" if used else "main()",
         "metrics": metrics,
@@ -286,7 +295,7 @@ def _with_stdout(fn):
     finally:
         os.dup2(saved, 1)  # the pipe's last write end closes: the reader sees its end
         os.close(saved)
-        reader.join(timeout=2)  # a child the cell left running may still hold the pipe
+        reader.join(timeout=2)  # a process that left the group may still hold the pipe
         if not reader.is_alive():
             os.close(r)
     return rc, kept.decode(errors="replace"), dropped > 0

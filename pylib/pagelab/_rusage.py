@@ -60,18 +60,22 @@ def _proc_file(pid, name, root):
 
 def proc_stat(pid, root="/"):
     """minflt, majflt, utime and stime (s) of another process from /proc/PID/stat."""
-    text = _proc_file(pid, "stat", root)
+    return parse_stat(_proc_file(pid, "stat", root))
+
+
+def parse_stat(text):
+    """proc_stat's fields from the text of a /proc/PID/stat."""
     # the command name (field 2) may hold spaces and parentheses: split after the last ')'
     fields = text[text.rindex(")") + 2 :].split()
-    tick = os.sysconf("SC_CLK_TCK")
     return {
         "minflt": int(fields[7]),
         "majflt": int(fields[9]),
-        "utime": int(fields[11]) / tick,
-        "stime": int(fields[12]) / tick,
+        "utime": int(fields[11]) / CLOCK_TICKS,
+        "stime": int(fields[12]) / CLOCK_TICKS,
     }
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # /proc/PID/stat's unit of CPU time
 # /proc/PID/status lines -> our names; VmRSS is in kB (KiB) there
 STATUS_FIELDS = {
     "VmRSS": "rss",
@@ -82,11 +86,44 @@ STATUS_FIELDS = {
 
 def proc_status(pid, root="/"):
     """rss (KiB), nvcsw and nivcsw of another process from /proc/PID/status (whole process)."""
-    text = _proc_file(pid, "status", root)
+    return parse_status(_proc_file(pid, "status", root))
+
+
+def parse_status(text):
+    """proc_status's fields from the text of a /proc/PID/status."""
     out = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key in STATUS_FIELDS:
-            out[STATUS_FIELDS[key]] = int(value.split()[0])
+    for (
+        key,
+        name,
+    ) in STATUS_FIELDS.items():  # find(): the kernel panel reads it up to 30 times a second
+        at = text.find(f"\n{key}:")
+        if at >= 0:
+            out[name] = int(text[at + len(key) + 2 :].split(None, 1)[0])
     out.setdefault("rss", 0)  # a zombie has no VmRSS line: it holds no memory
     return out
+
+
+class ProcFiles:
+    """/proc/PID/stat and /proc/PID/status of one process, kept open and read again and again
+    (a kept file read from offset 0 costs a fraction of opening it anew, and it can never
+    describe another process that reuses the pid). ProcessLookupError once the process is
+    gone."""
+
+    def __init__(self, pid):
+        self._fds = []
+        try:
+            for name in ("stat", "status"):
+                self._fds.append(os.open(f"/proc/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC))
+        except FileNotFoundError:
+            self.close()
+            raise ProcessLookupError(f"no process with pid {pid}") from None
+
+    def read(self):
+        """(proc_stat's fields, proc_status's fields) now."""
+        stat, status = (os.pread(fd, 1 << 16, 0).decode() for fd in self._fds)
+        return parse_stat(stat), parse_status(status)
+
+    def close(self):
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []

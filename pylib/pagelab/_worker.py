@@ -1,6 +1,8 @@
 """Worker processes: risky work runs in a fresh interpreter with a timeout and an address-space
-limit, returning JSON over a pipe (the pyperf pattern). Interrupting the caller kills the worker
-and its whole process group, so its memory is freed and the notebook kernel survives.
+limit, returning JSON over a pipe (the pyperf pattern). Whatever way a worker ends (its task
+returned or failed, it crashed, it ran out of time, the caller was interrupted or died), its whole
+process group is killed, so its memory is freed, nothing it started lives on, and the notebook
+kernel survives.
 
 The worker is ``python -I`` (isolated: nothing is imported from the working directory, PYTHON*
 variables are ignored) started by csrc/worker.c, which arms the death signal before exec. Its
@@ -33,6 +35,9 @@ RESULT_FD = 3
 # thread stacks of the runtime, and glibc arenas.
 ADDRESS_SPACE_SLACK = 512 << 20
 DEFAULT_TIMEOUT = 120.0
+# Once a worker has exited, how long its pipes may stay open (held by a process that left its
+# group) before the caller stops reading them.
+ENDED_GRACE_S = 1.0
 # What a worker inherits: enough to find programs, the locale, and pagelab's own settings (its
 # scratch directory is chosen before it starts: pagelab._scratch). Allocator and loader tuning
 # (MALLOC_*, GLIBC_TUNABLES, LD_PRELOAD) would change what a workload measures, so it passes
@@ -157,35 +162,88 @@ def check_timeout(timeout):
 
 
 class _Child:
-    """A started worker: its pid and, once reaped, its exit code (negative: the signal)."""
+    """A started worker: its pid and, once it has exited, its exit code (negative: the signal).
+
+    The worker leads a process group of its own (csrc/worker.c). It stays unreaped, a zombie,
+    until ``kill()``: its pid, which names the group, cannot be reused by another process while
+    ``kill()`` signals what is left of the group."""
 
     def __init__(self, pid):
         self.pid = pid
         self.returncode = None
+        self._reaped = False
 
-    def poll(self):
+    def exited(self):
+        """Whether the worker has exited (its returncode is then known; it is not reaped)."""
         if self.returncode is None:
             try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored): its status is lost
-                pid, status = self.pid, 0
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
+                info, self.returncode, self._reaped = None, 0, True
+            if info is not None:
+                exited = info.si_code == os.CLD_EXITED
+                self.returncode = info.si_status if exited else -info.si_status
+        return self.returncode is not None
 
     def wait(self, timeout):
         deadline = time.monotonic() + timeout
-        while self.poll() is None:
+        while not self.exited():
             if time.monotonic() > deadline:
                 raise TimeoutError
             time.sleep(0.01)
 
     def kill(self):
-        """SIGKILL the worker's whole process group (its session) and reap it."""
-        if self.poll() is None:
+        """SIGKILL the worker's whole process group, on every path: whatever the worker left
+        running dies with it, even after the worker itself has exited; then reap the worker."""
+        if self._reaped:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, signal.SIGKILL)
+        try:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored): its status is lost
+            self.returncode = 0 if self.returncode is None else self.returncode
+        self._reaped = True
+
+
+def kill_left_running(patience=1.0):
+    """From inside a worker: SIGKILL every other process of its process group, what its task
+    started and left running, wait (up to ``patience`` s) until they are dead and reap them
+    (the worker is their subreaper); returns how many there were. The caller's kill() gets any
+    that outlast the wait."""
+    me, group = os.getpid(), os.getpgrp()
+    killed = set()
+    deadline = time.monotonic() + patience
+    while left := [p for p in _group_members(group) if p != me]:
+        for pid in left:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.pid, signal.SIGKILL)
-            self.wait(float("inf"))
+                os.kill(pid, signal.SIGKILL)
+        killed.update(left)
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.005)
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    return len(killed)
+
+
+def _group_members(group):
+    """The live (not zombie) processes of process group ``group``, from /proc."""
+    out = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue  # ended while we looked
+        # after the command: state, ppid, pgrp
+        if int(fields[2]) == group and fields[0] not in (b"Z", b"X"):
+            out.append(int(entry.name))
+    return out
 
 
 def _start(env, request):
@@ -283,13 +341,20 @@ def _pump(sel, proc, timeout, output, messages, on_progress, what):
     deadline = time.monotonic() + timeout
     buffers = {"result": b"", "output": b""}
     open_streams = 2
+    ended = None  # when the worker was seen to have exited
     while open_streams:
-        left = deadline - time.monotonic()
-        if left <= 0:
+        now = time.monotonic()
+        if ended is None and proc.exited():
+            proc.kill()  # what it left running may hold the pipes open: its group dies now
+            ended = now
+        if ended is None and now >= deadline:
             raise WorkerTimeout(
                 f"the {what} worker did not finish within {timeout:g} s and was stopped"
             )
-        for key, _ in sel.select(timeout=min(left, 0.5)):
+        if ended is not None and now - ended > ENDED_GRACE_S:
+            break  # a process outside its group holds the pipes; the worker's answer is in
+        wait = deadline - now if ended is None else ENDED_GRACE_S - (now - ended)
+        for key, _ in sel.select(timeout=min(wait, 0.5)):
             chunk = os.read(key.fd, 65536)
             if not chunk:
                 sel.unregister(key.fileobj)
@@ -341,6 +406,10 @@ def _limit_address_space(extra):
 
 def _main():
     global _result_file
+    from ._native import lib
+
+    if (err := lib.pl_worker_guard()) < 0:  # the caller's death now ends the whole group
+        raise OSError(-err, f"pl_worker_guard: {os.strerror(-err)}")
     _result_file = os.fdopen(RESULT_FD, "w")
     req = json.loads(sys.stdin.read())
     try:
