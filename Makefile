@@ -17,12 +17,12 @@ INSTALL_INPUTS := pyproject.toml setup.py labext/package.json pylib/pagelab/_ffi
 SYSTEM_DEPS := valgrind:valgrind perf:linux-perf strace:strace chromium:chromium node:nodejs npm:npm
 # The LiveCounters front end: TypeScript in labext/src bundled into one ESM file that the Python
 # widget loads (package data; users of the wheel need no Node).
-FRONT_END := pylib/pagelab/static/livecounters.js
+FRONT_END := pylib/pagelab/jupyter/static/livecounters.js
 NODE_MODULES := labext/node_modules/.package-lock.json
 # The JupyterLab extension (kernel panel, status-bar item), prebuilt by @jupyterlab/builder into
 # the package (Node only: JupyterLab's core versions come from @jupyterlab/core-meta); the wheel
 # installs it and the server extension's config where Jupyter looks.
-LABEXTENSION := pylib/pagelab/labextension/package.json
+LABEXTENSION := pylib/pagelab/jupyter/labextension/package.json
 # The same two for this checkout's editable install, the way docs/deploy.md tells a conda user:
 # the lab extension linked into the venv (so a rebuild shows at once), the server extension's
 # config copied where the wheel would install it.
@@ -78,5 +78,5 @@ test: setup
 
 clean:
 	rm -rf $(VENV) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/_version.py \
-		pylib/pagelab/static \
-		pylib/pagelab/labextension labext/lib labext/node_modules
+		pylib/pagelab/jupyter/static \
+		pylib/pagelab/jupyter/labextension labext/lib labext/node_modules

@@ -18,16 +18,17 @@ ROOT = Path(__file__).resolve().parent
 PACKAGE = ROOT / "pylib" / "pagelab"
 LABEXT = ROOT / "labext"
 # The JupyterLab extension, built by labext's `npm run build:lab` (the widget's anywidget bundle,
-# `npm run build`, goes to static/ as package data); the wheel installs it where Jupyter looks,
-# as shared data only (an editable install links it there: `jupyter-builder develop`).
-LABEXTENSION = PACKAGE / "labextension"
+# `npm run build`, goes to jupyter/static/ as package data); the wheel installs it where Jupyter
+# looks, as shared data only (an editable install links it there: `jupyter-builder develop`).
+LABEXTENSION = PACKAGE / "jupyter" / "labextension"
 LABEXTENSION_DEST = "share/jupyter/labextensions/pagelab"
 
-# Package data copied in from outside pylib/: source directory -> (destination, glob patterns).
+# Package data copied in from outside pylib/, beside pagelab/native/shipped.py, which finds it:
+# source directory -> (destination, glob patterns). The C sources are shown in the chapters
+# (pagelab.source); of the headers only the public ones (csrc/include), once, for `%%c`.
 COPIED = {
-    ROOT / "notebooks": ("chapters", ["*.ipynb"]),
-    ROOT / "csrc" / "include": ("include", ["*.h"]),
-    ROOT / "csrc": ("csrc", ["**/*.c", "**/*.h"]),  # shown in the chapters (pagelab.source)
+    ROOT / "notebooks": ("native/chapters", ["*.ipynb"]),
+    ROOT / "csrc": ("native/csrc", ["**/*.c", "include/*.h"]),
 }
 
 
@@ -39,7 +40,7 @@ def _npm_build(script, built, what):
     npm = shutil.which("npm")
     if npm is None:
         raise SystemExit(
-            f"pagelab build: {what} (pylib/pagelab/{built.split('/')[0]}/) is not built and npm "
+            f"pagelab build: {what} (pylib/pagelab/{Path(built).parent}/) is not built and npm "
             "is missing; install Node.js 18+ with npm (Debian: apt-get install nodejs npm) and "
             "build again (or install a wheel, which carries it)"
         )
@@ -55,13 +56,13 @@ class BuildPy(build_py):
     headers as package data."""
 
     def run(self):
-        _npm_build("build", "static/*.js", "the widget front end")
-        _npm_build("build:lab", "labextension/package.json", "the JupyterLab extension")
+        _npm_build("build", "jupyter/static/*.js", "the widget front end")
+        _npm_build("build:lab", "jupyter/labextension/package.json", "the JupyterLab extension")
         # listed again now that it is built (install_data reads this after the build)
         self.distribution.data_files = _labextension_files()
         super().run()
         if self.editable_mode:
-            return  # an editable install finds these in the checkout (pagelab/_shipped.py)
+            return  # an editable install finds these in the checkout (pagelab/native/shipped.py)
         for source, (dest, patterns) in COPIED.items():
             target = Path(self.build_lib) / "pagelab" / dest
             shutil.rmtree(target, ignore_errors=True)

@@ -257,7 +257,7 @@ def panel_refresh_rate(seconds=10.0):
 
 
 def _cpu_s(pid):
-    from pagelab import _rusage
+    from pagelab.counters import rusage as _rusage
 
     s = _rusage.proc_stat(pid)
     return s["utime"] + s["stime"]

@@ -10,7 +10,7 @@ import pytest
 
 import pagelab
 from helpers import json_document, run
-from pagelab._numbers import format_size, parse_int, parse_size
+from pagelab.core.numbers import format_size, parse_int, parse_size
 
 
 def one_error_line(p, status=2):
@@ -187,7 +187,7 @@ def test_the_maps_workload_itself_says_enospc(tmp_path):
     if prefix is None:
         pytest.skip("cannot mount a small tmpfs here (needs root and unshare -m)")
     script = (
-        "from pagelab._workloads import execute, validate\n"
+        "from pagelab.native.workloads import execute, validate\n"
         "try:\n"
         f"    execute('maps', validate('maps', {{}}), cwd={str(full)!r})\n"
         "except OSError as e:\n"
@@ -200,19 +200,19 @@ def test_the_maps_workload_itself_says_enospc(tmp_path):
 
 def test_worker_errors_do_not_quote_runpy():
     """A worker's failure message never quotes runpy's 'found in sys.modules' warning."""
-    from pagelab._worker import call
+    from pagelab.native.worker import call
 
     with pytest.raises(pagelab.WorkerDied) as info:
-        call("pagelab._worker:selftest", {"mode": "segv"}, what="selftest")
+        call("pagelab.native.worker:selftest", {"mode": "segv"}, what="selftest")
     assert str(info.value) == "the selftest worker died with SIGSEGV"
 
 
 def test_a_bug_in_a_task_is_one_line_plus_the_traceback_tail():
     """An unexpected exception in the child: one line naming it, and where it happened."""
-    from pagelab._worker import call
+    from pagelab.native.worker import call
 
     with pytest.raises(pagelab.WorkerError) as info:
-        call("pagelab._worker:selftest", {"mode": "bug"}, what="selftest")
+        call("pagelab.native.worker:selftest", {"mode": "bug"}, what="selftest")
     assert str(info.value) == "the selftest task raised KeyError: 'no such key'"
     tail = info.value.traceback.splitlines()
     assert tail[-1] == "KeyError: 'no such key'" and any("in selftest" in l for l in tail)
@@ -249,7 +249,7 @@ def test_one_parser_and_one_formatter():
 def test_a_failing_workload_closes_its_counter_group(monkeypatch, tmp_path):
     """The counter group a workload opened is closed when the workload fails, not leaked."""
     from helpers import fd_count
-    from pagelab import _workloads
+    from pagelab.native import workloads as _workloads
 
     monkeypatch.chdir(tmp_path)  # execute() moves into its cwd; this puts us back afterwards
     params = _workloads.validate("maps", {})

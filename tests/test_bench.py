@@ -10,8 +10,11 @@ import sys
 import pytest
 
 from helpers import ROOT, run
-from pagelab import _bench, _run, _worker, _workloads
-from pagelab._junit import nbval_outcomes
+from pagelab.cli import bench as _bench
+from pagelab.cli.junit import nbval_outcomes
+from pagelab.experiments import runner as _run
+from pagelab.native import worker as _worker
+from pagelab.native import workloads as _workloads
 
 KEYS = {
     "import_s",

@@ -1,6 +1,6 @@
-"""The one reader of cache geometry (pagelab._caches): sysfs of the first CPU that describes any,
-missing levels reported rather than guessed, and the $PAGELAB_SYSFS_ROOT switch that points it
-at a described host, strict about what it reads there."""
+"""The one reader of cache geometry (pagelab.machine.caches): sysfs of the first CPU that
+describes any, missing levels reported rather than guessed, and the $PAGELAB_SYSFS_ROOT switch
+that points it at a described host, strict about what it reads there."""
 
 import json
 
@@ -9,7 +9,7 @@ import pytest
 from described import hosts, write_tree
 from helpers import run
 from pagelab import BadInput, default_config, doctor
-from pagelab import _caches as caches
+from pagelab.machine import caches as caches
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """%%c's answer as text: measured and simulated readings of one region side by side."""
 
 from pagelab import Reading
-from pagelab._cell import CellResult
+from pagelab.jupyter.cell import CellResult
 
 
 def test_side_by_side_labels_every_value_and_lists_what_perf_could_not_count():
@@ -67,7 +67,7 @@ def test_output_is_capped_but_files_the_cell_writes_are_not(tmp_path, monkeypatc
     """A cell's printf output is kept up to OUTPUT_LIMIT and the cut is noted (3 MiB printed, the
     worker survives), while a 4 MiB file the cell writes itself (in the working directory, as a
     notebook's would be) is written whole (main gives 0)."""
-    from pagelab import _cell
+    from pagelab.jupyter import cell as _cell
 
     monkeypatch.chdir(tmp_path)
     r = _cell.run(FLOOD_AND_FILE, sim=False)

@@ -67,4 +67,6 @@ def test_recipe_installs_both_extensions(tmp_path):
     assert re.search(r"^\s*pagelab enabled$", out, re.M)
     assert re.search(r"^\s*pagelab \S+ OK$", out, re.M)
     link = bin_dir.parent / "share" / "jupyter" / "labextensions" / "pagelab"
-    assert link.resolve() == repo / "pylib" / "pagelab" / "labextension"  # a rebuild shows
+    assert (
+        link.resolve() == repo / "pylib" / "pagelab" / "jupyter" / "labextension"
+    )  # a rebuild shows

@@ -6,12 +6,12 @@ import os
 import pytest
 
 import pagelab
-from pagelab import _counters
-from pagelab._counters import Counts, EventStatus, readings
-from pagelab._doctor import profile
-from pagelab._events import event
-from pagelab._reading import Reading
-from pagelab._reasons import Facts
+from pagelab.core.reading import Reading
+from pagelab.counters import group as _counters
+from pagelab.counters.doctor import profile
+from pagelab.counters.events import event
+from pagelab.counters.group import Counts, EventStatus, readings
+from pagelab.counters.reasons import Facts
 
 PAGE = 4096
 

@@ -9,10 +9,12 @@ import pytest
 import yaml
 
 from helpers import ROOT, run
-from pagelab import _environment, _run, _workloads
-from pagelab._lab import work_dir
-from pagelab._reasons import Facts, explain
+from pagelab.counters.reasons import Facts, explain
 from pagelab.experiments import _common, latency
+from pagelab.experiments import runner as _run
+from pagelab.jupyter.lab import work_dir
+from pagelab.machine import environment as _environment
+from pagelab.native import workloads as _workloads
 
 CONFIG = yaml.safe_load((ROOT / "docs" / "jupyterhub" / "config.yaml").read_text())
 USER = CONFIG["singleuser"]

@@ -16,9 +16,9 @@ import pytest
 import pagelab
 from described import hosts, size_bytes, write_tree
 from helpers import ROOT, TIMED, json_document, run
-from pagelab import _caches
-from pagelab._junit import nbval_outcomes
+from pagelab.cli.junit import nbval_outcomes
 from pagelab.experiments import _common
+from pagelab.machine import caches as _caches
 
 HOSTS = hosts()
 CHAPTERS = ("02", "03", "06", "11", "12")  # the chapters that read the machine's caches

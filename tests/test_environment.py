@@ -4,8 +4,8 @@ import errno
 
 import pytest
 
-from pagelab import _environment as env
-from pagelab._reasons import Facts, explain
+from pagelab.counters.reasons import Facts, explain
+from pagelab.machine import environment as env
 
 GIB = 1 << 30
 

@@ -8,10 +8,10 @@ import pytest
 import pagelab
 from described import write_tree
 from helpers import CFLAGS, ROOT, fd_count, run_blocked
-from pagelab import _caches
-from pagelab._reading import Reading
-from pagelab._results import Measured
+from pagelab.core.reading import Reading
 from pagelab.experiments import _hw_or_sim, cache
+from pagelab.machine import caches as _caches
+from pagelab.results.result import Measured
 
 SMALL = {"sets": 256}  # 2M accesses per variant: a few ms
 
@@ -166,7 +166,7 @@ def test_bad_input_is_one_clear_error():
 
 def test_over_budget_is_refused_before_running():
     """A buffer larger than the memory budget raises BudgetExceeded and runs nothing."""
-    from pagelab import _environment as env
+    from pagelab.machine import environment as env
 
     budget = env.memory_budget()["bytes"]
     if budget is None or budget >= 1 << 36:

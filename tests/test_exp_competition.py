@@ -12,10 +12,10 @@ import pytest
 
 import pagelab
 from helpers import run, run_blocked
-from pagelab._environment import swap_total
-from pagelab._reading import Reading
-from pagelab._scratch import Scratch
+from pagelab.core.reading import Reading
 from pagelab.experiments.competition import RETRIED_FAULTS, SLICES, Victim, _major
+from pagelab.machine.environment import swap_total
+from pagelab.native.scratch import Scratch
 
 SMALL = {"size_mb": 8, "competitor_mb": 16, "seconds": 1}
 CLAIMS = (
@@ -225,7 +225,10 @@ def _workers():
             stat = (d / "stat").read_text()
         except OSError:
             continue
-        if cmd[:3] == [sys.executable.encode(), b"-I", b"-c"] and b"pagelab._worker" in cmd[3]:
+        if (
+            cmd[:3] == [sys.executable.encode(), b"-I", b"-c"]
+            and b"pagelab.native.worker" in cmd[3]
+        ):
             fields = stat[stat.rindex(")") + 2 :].split()
             if fields[0] != "Z":
                 out[int(d.name)] = int(fields[1])

@@ -10,12 +10,13 @@ import pytest
 
 import pagelab
 from helpers import run_blocked
-from pagelab import _environment as env
-from pagelab import _native, _worker
-from pagelab._counters import Reading
+from pagelab import _native
 from pagelab._native import ffi, lib
-from pagelab._results import Measured
+from pagelab.counters.group import Reading
 from pagelab.experiments import ebizzy
+from pagelab.machine import environment as env
+from pagelab.native import worker as _worker
+from pagelab.results.result import Measured
 
 # Small but real: 64-page buffers, rounds of 20 records per thread (repeated until the fastest
 # agree), 2 threads.
@@ -167,7 +168,7 @@ def test_ring_wrap_around_reads_whole_records():
     params = {k: v.default for k, v in pagelab.parameters("ebizzy").items()}
     params.update(mode=3, buffer_kb=1024, records=6, rounds=1, threads=1, ring_kb=4)
     assert pagelab.parameters("ebizzy")["mode"].choices[3] == "mmap"
-    raw = _worker.call("pagelab._workloads:execute", {"name": "ebizzy", "params": params})
+    raw = _worker.call("pagelab.native.workloads:execute", {"name": "ebizzy", "params": params})
     prof = {v["name"]: v["value"] for v in raw["values"] if v["label"] == "profile"}
     assert prof["lost"] > 0 and prof["samples"] > 0
     assert prof["foreign"] == 0 and prof["kernel"] == 0

@@ -6,9 +6,9 @@ import pytest
 
 import pagelab
 from helpers import run_blocked
-from pagelab import _caches
-from pagelab import _environment as env
 from pagelab.experiments import _common, latency
+from pagelab.machine import caches as _caches
+from pagelab.machine import environment as env
 
 QUICK = {"loads": 4000, "repeats": 3}  # fast sweeps where no timing is judged
 

@@ -9,8 +9,8 @@ import pytest
 import pagelab
 from helpers import run, run_blocked
 from pagelab import BadInput, BudgetExceeded
-from pagelab._scratch import ENV, MEMORY_FS, choose, filesystem_type
 from pagelab.experiments import mmap_modes as exp
+from pagelab.native.scratch import ENV, MEMORY_FS, choose, filesystem_type
 
 SIZE_MB = 8
 PAGES = SIZE_MB * 256

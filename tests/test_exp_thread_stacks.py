@@ -11,12 +11,12 @@ import pytest
 
 import pagelab
 from helpers import run, run_blocked
-from pagelab._errors import BadInput
-from pagelab._reading import Reading
-from pagelab._results import Measured
-from pagelab._run import Context
-from pagelab._workloads import validate
+from pagelab.core.errors import BadInput
+from pagelab.core.reading import Reading
 from pagelab.experiments import thread_stacks as ts
+from pagelab.experiments.runner import Context
+from pagelab.native.workloads import validate
+from pagelab.results.result import Measured
 
 GIB, MIB = 1 << 30, 1 << 20
 # small but complete: 160 threads of 8 MiB fill the window (~100 fit) with >= 16 creates to spare

@@ -4,7 +4,7 @@ import pytest
 
 import pagelab
 from helpers import run_blocked
-from pagelab import _environment as env
+from pagelab.machine import environment as env
 
 
 @pytest.fixture(scope="module")

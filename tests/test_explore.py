@@ -6,7 +6,7 @@ import pytest
 
 import pagelab
 from helpers import Kernel
-from pagelab import _workloads
+from pagelab.native import workloads as _workloads
 
 
 def test_controls_come_from_the_workload_table():

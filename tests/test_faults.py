@@ -13,10 +13,10 @@ import uuid
 
 import pytest
 
-from pagelab import _worker
-from pagelab._worker import call, environment
+from pagelab.native import worker as _worker
+from pagelab.native.worker import call, environment
 
-SELFTEST = "pagelab._worker:selftest"
+SELFTEST = "pagelab.native.worker:selftest"
 # Kill delays spread over the worker's start-up (exec, interpreter start, import of pagelab):
 # about 0.2 s here, longer on a loaded machine; trials beyond it still check a running worker.
 TRIALS = 30
@@ -49,7 +49,7 @@ def caller_script(thread, quiet=False):
     )
     return textwrap.dedent(f"""
         import sys, threading
-        from pagelab._worker import call
+        from pagelab.native.worker import call
         def work():
             print("spawning", flush=True)
             call({task})

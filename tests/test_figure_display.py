@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, run
-from pagelab import _plotlyjs
-from pagelab._errors import BadInput
+from pagelab.core.errors import BadInput
+from pagelab.results import plotlyjs as _plotlyjs
 
 SHOW = """
 import json, sys
 from IPython.core.interactiveshell import InteractiveShell
 import plotly.graph_objects as go
-from pagelab._plots import displayable
+from pagelab.results.plots import displayable
 
 shell = InteractiveShell.instance()
 shown = []

@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 
 import pagelab
 from helpers import csim_reference, json_document
-from pagelab import _cli, _workloads
-from pagelab._events import NAMED
 from pagelab._native import lib
+from pagelab.cli import main as _cli
+from pagelab.counters.events import NAMED
+from pagelab.native import workloads as _workloads
 
 # One profile for every test here: fixed seed, no database, no per-example deadline (the
 # machine is shared); the whole module stays well under two minutes.

@@ -1,6 +1,6 @@
-"""The kernel panel's sampler (pagelab._kernelwatch) in this process: its schedule on synthetic
-clocks, one shared set of counters for clients asking for different events, and recovery from a
-fault inside its thread. The real server's side is tests/test_serverext.py."""
+"""The kernel panel's sampler (pagelab.jupyter.kernelwatch) in this process: its schedule on
+synthetic clocks, one shared set of counters for clients asking for different events, and
+recovery from a fault inside its thread. The real server's side is tests/test_serverext.py."""
 
 import bisect
 import contextlib
@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from pagelab import _kernelwatch
-from pagelab._errors import BadInput, UnknownEvent
-from pagelab._kernelwatch import (
+from pagelab.core.errors import BadInput, UnknownEvent
+from pagelab.counters.sampler import MAX_HZ
+from pagelab.jupyter import kernelwatch as _kernelwatch
+from pagelab.jupyter.kernelwatch import (
     MAX_INTERVAL_MS,
     MIN_INTERVAL_MS,
     PROC_ROWS,
     KernelWatch,
     schedule,
 )
-from pagelab._sampler import MAX_HZ
 
 PROC = [name for name, _, _ in PROC_ROWS]
 SCHEMA = Path(__file__).resolve().parents[1] / "labext" / "schema" / "plugin.json"

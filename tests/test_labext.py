@@ -54,16 +54,16 @@ def test_front_end_typechecks_and_its_specs_pass():
 
 def test_bundle_is_built_with_this_version():
     """The ESM bundle the widget loads exists and carries the package version."""
-    bundle = ROOT / "pylib" / "pagelab" / "static" / "livecounters.js"
+    bundle = ROOT / "pylib" / "pagelab" / "jupyter" / "static" / "livecounters.js"
     assert bundle.exists(), "run `make setup` to build the front end"
     assert f'"{pagelab.__version__}"' in bundle.read_text()
 
 
 def test_lab_extension_is_prebuilt_with_this_version_and_its_settings():
-    """The prebuilt JupyterLab extension (pagelab/labextension) carries the package version,
+    """The prebuilt JupyterLab extension (pagelab/jupyter/labextension) carries the package version,
     its federated entry point and the settings schema, autocount off unless the user turns it
     on."""
-    built = ROOT / "pylib" / "pagelab" / "labextension"
+    built = ROOT / "pylib" / "pagelab" / "jupyter" / "labextension"
     assert (built / "package.json").exists(), "run `make setup` to build the lab extension"
     package = json.loads((built / "package.json").read_text())
     assert package["name"] == "pagelab" and package["version"] == pagelab.__version__
@@ -79,7 +79,7 @@ def test_lab_extension_is_prebuilt_with_this_version_and_its_settings():
 
 # ---- the JupyterLab floor -----------------------------------------------------------------------
 
-BUILT = ROOT / "pylib" / "pagelab" / "labextension"
+BUILT = ROOT / "pylib" / "pagelab" / "jupyter" / "labextension"
 # what a built remoteEntry asks the page for: webpack's consume call with the shared package and
 # its required range, compiled to [fixed components, major, minor, patch, ...]
 _CONSUME = re.compile(r'"default","(@[\w./-]+)",(?:!0|!1|true|false),\[(\d),(\d+),(\d+),(\d+)\b')

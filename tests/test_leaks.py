@@ -6,7 +6,7 @@ import pytest
 
 import pagelab
 from helpers import fd_count
-from pagelab._doctor import profile
+from pagelab.counters.doctor import profile
 
 GROUPS = 10_000
 

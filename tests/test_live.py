@@ -14,9 +14,10 @@ import pytest
 
 import pagelab
 from helpers import fd_count
-from pagelab import _live, _worker
-from pagelab._live import LiveCounters, next_tick, samples_message
-from pagelab._sampler import Sampler
+from pagelab.counters.sampler import Sampler
+from pagelab.jupyter import live as _live
+from pagelab.jupyter.live import LiveCounters, next_tick, samples_message
+from pagelab.native import worker as _worker
 
 NO_SUCH_EVENT = "4242:1"  # a perf type no kernel has: fails to open everywhere (ENOENT)
 
@@ -31,7 +32,10 @@ def recording(widget):
 def test_public_names():
     """pagelab exports the widget, the run handle and start() from their own modules."""
     assert pagelab.LiveCounters is LiveCounters
-    assert pagelab.start.__module__ == "pagelab._run" and pagelab.RunHandle.__name__ == "RunHandle"
+    assert (
+        pagelab.start.__module__ == "pagelab.experiments.runner"
+        and pagelab.RunHandle.__name__ == "RunHandle"
+    )
 
 
 def test_samples_message_is_two_float64_buffers():
@@ -133,7 +137,7 @@ def test_controls_and_close_stop_the_thread_and_close_every_fd():
 def test_blocked_profile_streams_labelled_rusage_fallback(tools_dir):
     """Under the seccomp launcher page-faults is read from rusage, labelled so, with the reason."""
     code = (
-        "from pagelab._live import LiveCounters\n"
+        "from pagelab.jupyter.live import LiveCounters\n"
         "w = LiveCounters(['page-faults', 'cycles'], start=False)\n"
         "w.send = lambda *a, **k: None\n"
         "w.sample(); b = bytearray(8 << 20); w.sample()\n"
@@ -164,10 +168,10 @@ def _wait_for_pid(job):
 def test_job_pid_is_its_worker_and_a_sampler_follows_it():
     """A background Job names its worker's pid, a Sampler opens on that process, cancel() kills
     the worker and result() then raises Interrupted."""
-    job = _worker.Job("pagelab._worker:selftest", {"mode": "hold", "seconds": 60, "mib": 8})
+    job = _worker.Job("pagelab.native.worker:selftest", {"mode": "hold", "seconds": 60, "mib": 8})
     pid = _wait_for_pid(job)
     with open(f"/proc/{pid}/cmdline") as f:
-        assert "pagelab._worker" in f.read()
+        assert "pagelab.native.worker" in f.read()
     sampler = Sampler(["page-faults"], job)
     try:
         assert not math.isnan(sampler.read()[0])
@@ -190,7 +194,7 @@ def _is_zombie_or_gone(pid):
 
 def test_interrupt_while_waiting_on_a_job_kills_its_worker():
     """Ctrl-C (SIGINT) while result() waits stops the worker: Interrupted, and the pid is gone."""
-    job = _worker.Job("pagelab._worker:selftest", {"mode": "hold", "seconds": 60, "mib": 1})
+    job = _worker.Job("pagelab.native.worker:selftest", {"mode": "hold", "seconds": 60, "mib": 1})
     pid = _wait_for_pid(job)
     main = threading.main_thread().ident
     for _ in range(5):  # a signal that lands just before result() waits is retried

@@ -222,7 +222,8 @@ def test_interrupting_the_kernel_stops_a_watched_worker(kernel):
     out = kernel.run(
         "from pagelab import _worker\n"
         "import time\n"
-        "job = _worker.Job('pagelab._worker:selftest', dict(mode='hold', seconds=120, mib=1))\n"
+        "job = _worker.Job('pagelab.native.worker:selftest', dict(mode='hold', seconds=120,"
+        " mib=1))\n"
         "while job.pid is None:\n"
         "    time.sleep(0.05)\n"
         "print(job.pid)"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers import NOBODY, ROOT, run, run_as_nobody
-from pagelab._junit import nbval_outcomes
+from pagelab.cli.junit import nbval_outcomes
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CHECK = "# NBVAL_CHECK_OUTPUT"

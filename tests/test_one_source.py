@@ -7,9 +7,12 @@ from pathlib import Path
 import pytest
 
 import pagelab
-from pagelab import BadInput, _environment, _worker, _workloads
+from pagelab import BadInput
 from pagelab._native import ffi, lib
 from pagelab.experiments import latency
+from pagelab.machine import environment as _environment
+from pagelab.native import worker as _worker
+from pagelab.native import workloads as _workloads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,7 +76,7 @@ def test_no_hand_copies_of_c_constants():
 
 def _raw(name, **params):
     args = {"name": name, "params": _workloads.validate(name, params), "events": None}
-    return _worker.call("pagelab._workloads:execute", args, timeout=120)
+    return _worker.call("pagelab.native.workloads:execute", args, timeout=120)
 
 
 def test_maps_worker_returns_typed_records():

@@ -5,9 +5,9 @@ same text everywhere) and unchecked cells (verdicts with their reasons) rest on.
 import pytest
 
 from helpers import TIMED, json_document, run, run_as_nobody
-from pagelab import _environment as env
-from pagelab import _scratch
 from pagelab.experiments import _common
+from pagelab.machine import environment as env
+from pagelab.native import scratch as _scratch
 
 # Small but real runs: every experiment, each with its claims complete.
 RUNS = {

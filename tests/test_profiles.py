@@ -49,10 +49,10 @@ def test_stat_under_seccomp_falls_back_to_rusage(tools_dir, pagelab_cmd):
 # check); a real user's login process is dumpable, so restore that (PR_SET_DUMPABLE = 4).
 _AS_NOBODY = textwrap.dedent(f"""
     import ctypes, json, os, sys, platform, shutil, signal, difflib, resource, locale
-    import pagelab._cli, pagelab._doctor, pagelab._stat
+    import pagelab.cli.main, pagelab.counters.doctor, pagelab.counters.stat
     os.setgroups([]); os.setgid({NOBODY}); os.setuid({NOBODY})
     assert os.geteuid() == {NOBODY} and ctypes.CDLL(None).prctl(4, 1, 0, 0, 0) == 0
-    sys.exit(pagelab._cli.main(sys.argv[1:]))
+    sys.exit(pagelab.cli.main.main(sys.argv[1:]))
 """)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import pagelab
 from helpers import run
-from pagelab._report import class_report
+from pagelab.experiments.classreport import class_report
 
 
 def _doc(profile, cpu, vdso_ns, vsys_ns, holds):

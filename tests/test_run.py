@@ -6,7 +6,7 @@ import pytest
 
 import pagelab
 from helpers import run
-from pagelab import _environment as env
+from pagelab.machine import environment as env
 
 
 def test_experiments_come_from_the_c_table():

@@ -44,7 +44,8 @@ def test_simulated_runs_made_ahead_are_collected_not_run_again(monkeypatch):
     """run all's first phase: the simulated builds run before any native run, side by side,
     and each experiment then collects its own finished run instead of starting another; an
     experiment whose request changed since runs its simulated build afresh."""
-    from pagelab import _run, _worker
+    from pagelab.experiments import runner as _run
+    from pagelab.native import worker as _worker
 
     cache = _run._context(
         "cache", True, None, None, {"size_mb": 1, "sets": 16, "lines": 64, "passes": 2}

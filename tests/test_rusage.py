@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from pagelab import BadInput, _rusage
+from pagelab import BadInput
+from pagelab.counters import rusage as _rusage
 
 
 def test_proc_stat_parses_a_name_with_spaces_and_parentheses(tmp_path):

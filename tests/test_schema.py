@@ -1,5 +1,5 @@
-"""The JSON contract's schema (pagelab/schema.json, package data): it is a valid draft 2020-12
-schema, every `--json` output follows it (also checked where each command is tested), and it
+"""The JSON contract's schema (pagelab/results/schema.json, package data): it is a valid draft
+2020-12 schema, every `--json` output follows it (also checked where each command is tested), and it
 rejects documents that break the honesty rule."""
 
 import jsonschema

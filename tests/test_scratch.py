@@ -1,4 +1,5 @@
-"""The scratch directory: one rule, in pagelab._scratch, for every workload that makes a file."""
+"""The scratch directory: one rule, in pagelab.native.scratch, for every workload that makes a
+file."""
 
 import os
 from pathlib import Path
@@ -7,7 +8,7 @@ import pytest
 
 import pagelab
 from pagelab import BadInput
-from pagelab._scratch import ENV, MEMORY_FS, candidates, choose, filesystem_type
+from pagelab.native.scratch import ENV, MEMORY_FS, candidates, choose, filesystem_type
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,10 +80,10 @@ def test_competition_uses_the_scratch_directory(tmp_path, monkeypatch):
 
 
 def test_no_other_module_chooses_a_directory():
-    """Only pagelab._scratch reads $PAGELAB_SCRATCH or $TMPDIR; no C workload does."""
+    """Only pagelab.native.scratch reads $PAGELAB_SCRATCH or $TMPDIR; no C workload does."""
     readers = [
         p.relative_to(ROOT).as_posix()
         for p in [*(ROOT / "pylib/pagelab").rglob("*.py"), *(ROOT / "csrc").rglob("*.c")]
         if "PAGELAB_SCRATCH" in p.read_text() or "TMPDIR" in p.read_text()
     ]
-    assert readers == ["pylib/pagelab/_scratch.py"]
+    assert readers == ["pylib/pagelab/native/scratch.py"]

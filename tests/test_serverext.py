@@ -23,8 +23,8 @@ from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from jupyter_browser import Server
-from pagelab import _serverext
-from pagelab._kernelwatch import IDLE_S, MAX_INTERVAL_MS, MIN_INTERVAL_MS, PROC_ROWS
+from pagelab.jupyter import serverext as _serverext
+from pagelab.jupyter.kernelwatch import IDLE_S, MAX_INTERVAL_MS, MIN_INTERVAL_MS, PROC_ROWS
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(3600)", "{connection_file}"]
 # 64 MiB touched page by page with huge pages off: at least 16,384 fresh 4 KiB pages

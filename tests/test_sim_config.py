@@ -14,7 +14,7 @@ from pagelab import (
     scan_trace,
 )
 from pagelab._native import lib
-from pagelab._simconfig import make_config, parse_size
+from pagelab.sim.config import make_config, parse_size
 
 
 def fake_sysfs(root, caches):

@@ -19,7 +19,7 @@ import pytest
 
 from pagelab import Simulator
 from pagelab._native import ffi, lib
-from pagelab._numbers import parse_size
+from pagelab.core.numbers import parse_size
 
 NO_LEVELS = {"l1": None, "l2": None, "llc": None, "dtlb": None, "stlb": None}
 PAGE = 4096

@@ -238,10 +238,10 @@ def test_sim_trace_imports_neither_numpy_nor_the_experiments(trace):
     """`pagelab sim trace` loads only what it uses: no numpy, plotly or experiments."""
     code = (
         "import sys\n"
-        "from pagelab._cli import main\n"
+        "from pagelab.cli.main import main\n"
         f"main(['sim', 'trace', {str(trace)!r}, *{list(LAB)!r}])\n"
         f"main(['sim', 'trace', {str(trace)!r}, '--l1', '1K:2:64', '--llc', 'none'])\n"
-        "heavy = ('numpy', 'plotly', 'pagelab.experiments', 'pagelab._run')\n"
+        "heavy = ('numpy', 'plotly', 'pagelab.experiments', 'pagelab.experiments.runner')\n"
         "print(sorted({m.split('.')[0] if not m.startswith('pagelab') else m\n"
         "              for m in sys.modules if m.startswith(heavy)}))\n"
     )

@@ -18,9 +18,11 @@ def test_a_function_comes_with_its_comment_and_whole_body():
 
 def test_macros_and_whole_files():
     """A multi-line #define is shown whole; no name gives the whole file."""
-    fmt = pagelab.source("counters.c", "READ_FORMAT").text
+    fmt = pagelab.source("perf/counters.c", "READ_FORMAT").text
     assert fmt.startswith("#define READ_FORMAT") and "PERF_FORMAT_TOTAL_TIME_RUNNING)" in fmt
-    assert pagelab.source("counters.c").text == (ROOT / "csrc/counters.c").read_text().rstrip("\n")
+    assert pagelab.source("perf/counters.c").text == (
+        ROOT / "csrc/perf/counters.c"
+    ).read_text().rstrip("\n")
 
 
 def test_prototypes_are_not_definitions():

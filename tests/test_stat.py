@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from helpers import json_document, run
-from pagelab._doctor import profile
+from pagelab.counters.doctor import profile
 
 MIB = 64
 PAGES = MIB << 8  # 4 KiB pages in 64 MiB

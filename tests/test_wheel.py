@@ -134,7 +134,7 @@ def _env(tmp_path):
 
 
 def _installed(fresh, expr):
-    p = run([fresh / "python", "-c", f"import pagelab._shipped as s, pagelab; print({expr})"])
+    p = run([fresh / "python", "-c", f"import pagelab.native.shipped as s, pagelab; print({expr})"])
     assert p.returncode == 0, p.stderr
     return Path(p.stdout.strip())
 
@@ -152,12 +152,19 @@ def test_wheel_holds_the_extension_the_chapters_and_the_headers(wheel):
     `pip wheel .` itself from a tree `make setup` never ran in."""
     names = set(zipfile.ZipFile(wheel).namelist())
     assert any(n.startswith("pagelab/_native") and n.endswith(".so") for n in names)
-    assert {f"pagelab/chapters/{c}" for c in CHAPTERS} <= names
-    assert {"pagelab/include/pl_region.h", "pagelab/schema.json"} <= names
+    assert {f"pagelab/native/chapters/{c}" for c in CHAPTERS} <= names
+    assert {"pagelab/native/csrc/include/pl_region.h", "pagelab/results/schema.json"} <= names
     # what the chapters show (pagelab.source) and the trace for machines without valgrind
-    assert {"pagelab/csrc/counters.c", "pagelab/csrc/workloads/mountain.c"} <= names
-    assert "pagelab/data/my_program.trace.gz" in names
-    assert "pagelab/static/livecounters.js" in names
+    assert {
+        "pagelab/native/csrc/perf/counters.c",
+        "pagelab/native/csrc/workloads/mountain.c",
+    } <= names
+    assert "pagelab/sim/data/my_program.trace.gz" in names
+    assert "pagelab/jupyter/static/livecounters.js" in names
+    # each header once, and only the public ones (csrc/include), not the simulator's own
+    headers = [n for n in names if n.endswith(".h")]
+    assert len({Path(n).name for n in headers}) == len(headers), headers
+    assert all(n.startswith("pagelab/native/csrc/include/") for n in headers), headers
     lab, config = _lab_files(names)
     assert "share/jupyter/labextensions/pagelab/package.json" in lab
     assert any(n.endswith("/schemas/pagelab/plugin.json") for n in lab)
@@ -194,7 +201,7 @@ def test_wheel_has_what_the_ecosystem_looks_for(wheel, built):
     assert any(r.startswith("jupyter-server") and 'extra == "lab"' in r for r in requires)
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
-    assert not [n for n in names if n.startswith("pagelab/labextension")]
+    assert not [n for n in names if "labextension" in n.split(".data/")[0]]
     lab, _ = _lab_files(names)
     assert "share/jupyter/labextensions/pagelab/install.json" in lab
     _, log = built
@@ -232,8 +239,8 @@ def test_sdist_carries_the_sources_and_builds_the_same_wheel(source, wheel, tmp_
         "labext/schema/plugin.json",
         "labext/src/labplugin.ts",
         "jupyter-config/jupyter_server_config.d/pagelab.json",
-        "pylib/pagelab/labextension/package.json",
-        "pylib/pagelab/static/livecounters.js",
+        "pylib/pagelab/jupyter/labextension/package.json",
+        "pylib/pagelab/jupyter/static/livecounters.js",
     ):
         assert path in names, f"{path} is not in the sdist"
     assert not any(n.startswith(("labext/node_modules", "labext/lib/")) for n in names)
@@ -268,11 +275,11 @@ def test_installed_front_ends_are_the_wheels(wheel, fresh):
     """The widget bundle and the lab extension (the kernel panel) are installed byte for byte
     where pagelab and JupyterLab look, with the config that enables the server extension."""
     prefix, installed = fresh.parent, 0
-    static = _installed(fresh, "pagelab._shipped._PACKAGE / 'static'")
+    static = _installed(fresh, "pagelab.jupyter.live.BUNDLE.parent")
     with zipfile.ZipFile(wheel) as z:
         for name in z.namelist():
-            if name.startswith("pagelab/static/"):
-                target = static / name.removeprefix("pagelab/static/")
+            if name.startswith("pagelab/jupyter/static/"):
+                target = static / name.removeprefix("pagelab/jupyter/static/")
             elif ".data/data/" in name:
                 target = prefix / name.split(".data/data/", 1)[1]
             else:
@@ -292,8 +299,8 @@ def test_installed_chapters_and_student_header(fresh, tmp_path):
     assert sorted(p.name for p in chapters.glob("*.ipynb")) == CHAPTERS
     include = _installed(fresh, "s.include_dir()")
     assert include.is_relative_to(fresh.parent)
-    shown = _installed(fresh, "pagelab.source('counters.c', 'open_one').path")
-    assert str(shown) == "counters.c"
+    shown = _installed(fresh, "pagelab.source('perf/counters.c', 'open_one').path")
+    assert str(shown) == "perf/counters.c"
     student = tmp_path / "student.c"
     student.write_text(
         '#include "pl_region.h"\nint main(void) { struct pl_region r = {0}; '

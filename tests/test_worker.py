@@ -12,9 +12,9 @@ import pytest
 
 import pagelab
 from helpers import Kernel
-from pagelab._worker import call
+from pagelab.native.worker import call
 
-SELFTEST = "pagelab._worker:selftest"
+SELFTEST = "pagelab.native.worker:selftest"
 
 
 def gone(pid):
@@ -71,11 +71,11 @@ def test_ctrl_c_stops_the_worker_and_frees_its_memory():
     """SIGINT to the caller kills the worker holding 256 MiB, promptly, with one clear line."""
     script = textwrap.dedent("""
         import sys
-        from pagelab._worker import call
+        from pagelab.native.worker import call
         def ready(msg):
             print(msg, flush=True)
         try:
-            call("pagelab._worker:selftest", {"mode": "hold", "mib": 256, "seconds": 120},
+            call("pagelab.native.worker:selftest", {"mode": "hold", "mib": 256, "seconds": 120},
                  on_progress=ready)
         except KeyboardInterrupt as e:
             print(f"{type(e).__name__}: {e}", flush=True)
@@ -92,7 +92,7 @@ def test_ctrl_c_stops_the_worker_and_frees_its_memory():
     assert time.monotonic() - t0 < 5
     assert caller.returncode == 0
     assert out.strip() == (
-        f"Interrupted: stopped the pagelab._worker:selftest worker "
+        f"Interrupted: stopped the pagelab.native.worker:selftest worker "
         f"(pid {worker}); its memory is freed"
     )
     assert gone(worker)
@@ -101,8 +101,8 @@ def test_ctrl_c_stops_the_worker_and_frees_its_memory():
 def test_worker_dies_with_its_caller():
     """If the caller is killed outright, the worker does not outlive it (PR_SET_PDEATHSIG)."""
     script = textwrap.dedent("""
-        from pagelab._worker import call
-        call("pagelab._worker:selftest", {"mode": "hold", "mib": 1, "seconds": 120},
+        from pagelab.native.worker import call
+        call("pagelab.native.worker:selftest", {"mode": "hold", "mib": 1, "seconds": 120},
              on_progress=lambda m: print(m, flush=True))
     """)
     caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -128,8 +128,8 @@ def test_interrupting_a_jupyter_kernel_keeps_it_alive():
     k = Kernel()
     try:
         msg_id = k.kc.execute(
-            "from pagelab._worker import call\n"
-            "call('pagelab._worker:selftest', {'mode': 'hold', 'mib': 128, 'seconds': 120},"
+            "from pagelab.native.worker import call\n"
+            "call('pagelab.native.worker:selftest', {'mode': 'hold', 'mib': 128, 'seconds': 120},"
             " on_progress=print)"
         )
         worker = None

@@ -255,7 +255,7 @@ size_t pl_page_size(void);
 int pl_lat_sizes(int64_t min_kb, int64_t max_kb, int64_t ppo, int64_t *out, int cap);
 
 /* kernel facts the Python side reads by name (pagelab.h includes their headers): the
- * personality flag `setarch -R` sets, and every capability (pagelab._environment lists the
+ * personality flag `setarch -R` sets, and every capability (pagelab.machine.environment lists the
  * CAP_ names found here, so this is the one list) */
 #define ADDR_NO_RANDOMIZE ...
 #define CAP_CHOWN ...

@@ -45,7 +45,7 @@ int pl_lat_sizes(int64_t min_kb, int64_t max_kb, int64_t ppo, int64_t *out, int 
 
 /* A file without a name in the working directory (O_TMPFILE; else a file named after tag,
  * unlinked at once, and *named is set): nothing is left behind even if the worker is killed.
- * The worker's Python side chose the directory (pagelab._scratch) and made it the working
+ * The worker's Python side chose the directory (pagelab.native.scratch) and made it the working
  * directory. Returns the fd, or -1 with errno set. */
 int pl_scratch_file(const char *tag, int *named);
 

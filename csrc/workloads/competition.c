@@ -67,7 +67,7 @@ static double seconds_since(const struct timespec *t0)
 }
 
 /* The victim's file: nameless, in the working directory the Python side chose for it (on a
- * disk-backed filesystem where there is one; pylib/pagelab/_scratch.py). */
+ * disk-backed filesystem where there is one; pylib/pagelab/native/scratch.py). */
 static int open_scratch(struct pl_ctx *c, struct victim *v)
 {
     int named;

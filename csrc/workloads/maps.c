@@ -3,7 +3,7 @@
  * mapping of a deleted temp file, thread stacks), then records a copy of /proc/self/maps and,
  * as typed facts, the addresses of objects it knows, so Python can check its classification.
  * The temp file goes in the working directory: the scratch directory Python chose
- * (pylib/pagelab/_scratch.py). */
+ * (pylib/pagelab/native/scratch.py). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-// The server extension's replies (see pagelab._serverext; stream.ts fills in the series a
+// The server extension's replies (see pagelab.jupyter.serverext; stream.ts fills in the series a
 // socket's messages leave out while unchanged) and how one becomes the SampleBatch a LiveView
 // takes, the same shape the widget's messages decode to.
 

@@ -12,27 +12,34 @@ import importlib
 from ._version import __version__
 
 _EXPORTS = {
-    "._counters": ("CounterGroup", "Measurement", "measure"),
-    "._doctor": ("doctor",),
-    "._errors": (
+    ".counters.group": ("CounterGroup", "Measurement", "measure"),
+    ".counters.doctor": ("doctor",),
+    ".core.errors": (
         "BadInput",
         "BudgetExceeded",
         "CounterUnavailable",
         "PagelabError",
         "UnknownEvent",
     ),
-    "._events": ("DEFAULT_EVENTS", "Event", "event", "events"),
-    "._explore": ("explore",),
-    "._live": ("LiveCounters",),
-    "._maps": ("parse_maps",),
-    "._report": ("ClassReport", "class_report"),
-    "._reading": ("Reading",),
-    "._reclaim": ("RECLAIM_POLICIES", "ReclaimResult", "page_string", "reclaim"),
-    "._results": ("Claim", "Measured", "Result"),
-    "._run": ("RunHandle", "experiment_names", "parameters", "run", "run_all", "start"),
-    "._samples": ("sample_program", "sample_trace"),
-    "._schema": ("json_schema",),
-    "._sim": (
+    ".counters.events": ("DEFAULT_EVENTS", "Event", "event", "events"),
+    ".jupyter.explore": ("explore",),
+    ".jupyter.live": ("LiveCounters",),
+    ".machine.maps": ("parse_maps",),
+    ".experiments.classreport": ("ClassReport", "class_report"),
+    ".core.reading": ("Reading",),
+    ".sim.reclaim": ("RECLAIM_POLICIES", "ReclaimResult", "page_string", "reclaim"),
+    ".results.result": ("Claim", "Measured", "Result"),
+    ".experiments.runner": (
+        "RunHandle",
+        "experiment_names",
+        "parameters",
+        "run",
+        "run_all",
+        "start",
+    ),
+    ".sim.samples": ("sample_program", "sample_trace"),
+    ".results.schema": ("json_schema",),
+    ".sim.simulator": (
         "CachelabResult",
         "LevelStats",
         "SimStats",
@@ -42,11 +49,11 @@ _EXPORTS = {
         "cachelab",
         "scan_trace",
     ),
-    "._simconfig": ("CacheGeometry", "SimConfig", "TLBGeometry", "default_config"),
-    "._source": ("Source", "source"),
-    "._squeeze": ("sandbox_parent", "squeeze"),
-    "._stat": ("stat",),
-    "._worker": ("Interrupted", "WorkerDied", "WorkerError", "WorkerTimeout"),
+    ".sim.config": ("CacheGeometry", "SimConfig", "TLBGeometry", "default_config"),
+    ".native.source": ("Source", "source"),
+    ".experiments.squeeze": ("sandbox_parent", "squeeze"),
+    ".counters.stat": ("stat",),
+    ".native.worker": ("Interrupted", "WorkerDied", "WorkerError", "WorkerTimeout"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -125,23 +132,23 @@ def __dir__():
 
 
 def _jupyter_server_extension_points():
-    """The server extension behind the lab's kernel panel (see pagelab._serverext)."""
-    return [{"module": "pagelab._serverext"}]
+    """The server extension behind the lab's kernel panel (see pagelab.jupyter.serverext)."""
+    return [{"module": "pagelab.jupyter.serverext"}]
 
 
 def _jupyter_labextension_paths():
-    """The prebuilt JupyterLab extension (built from labext/ into pagelab/labextension)."""
-    return [{"src": "labextension", "dest": "pagelab"}]
+    """The prebuilt JupyterLab extension (built from labext/ into pagelab/jupyter/labextension)."""
+    return [{"src": "jupyter/labextension", "dest": "pagelab"}]
 
 
 def load_ipython_extension(ipython):
-    """`%load_ext pagelab`: the magics (see pagelab._magics)."""
-    from ._magics import load
+    """`%load_ext pagelab`: the magics (see pagelab.jupyter.magics)."""
+    from .jupyter.magics import load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython):
-    from ._magics import unload
+    from .jupyter.magics import unload
 
     unload(ipython)

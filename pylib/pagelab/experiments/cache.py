@@ -1,13 +1,13 @@
 """cache: the lab write-up's do_mem_access. Working sets that fit L1, sequential vs random bases."""
 
-from .. import _caches
-from .._errors import BadInput
-from .._numbers import format_size
-from .._results import Claim
-from .._simconfig import assumed_levels
-from .._workloads import CACHE_LINE  # the unit of access: one cache line
-from ._common import MIB, per, ratio_text
-from ._hw_or_sim import attach, ratio, same_source, simulated, why_not
+from ..core.errors import BadInput
+from ..core.numbers import format_size
+from ..machine import caches as _caches
+from ..native.workloads import CACHE_LINE
+from ..results.result import Claim
+from ..sim.config import assumed_levels
+from .common import MIB, per, ratio_text
+from .hw_or_sim import attach, ratio, same_source, simulated, why_not
 
 TIMEOUT = 120
 WRITEUP_LINES = 512  # the write-up's working set: 32 KiB, the L1D of its machine
@@ -128,7 +128,7 @@ def _tlb_ratio(by, sim):
 
 
 def figure(result):
-    from .._plots import bars, side_by_side
+    from ..results.plots import bars, side_by_side
 
     ms = [result[v] for v in VARIANTS]
     return side_by_side(

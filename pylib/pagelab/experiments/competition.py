@@ -1,7 +1,7 @@
 """competition: a victim's pages evicted on purpose come back as major faults; a competitor that
 leaves memory to spare takes none of them.
 
-The victim's file goes in the scratch directory (pagelab._scratch: disk-backed where there is
+The victim's file goes in the scratch directory (pagelab.native.scratch: disk-backed where there is
 one). Besides regions and values, the C workload (csrc/workloads/competition.c) records typed
 facts: how the file was made (O_TMPFILE or unlinked), its device, the eviction path that ran and
 the errno of a MADV_PAGEOUT that failed; ``Victim`` holds them with the scratch choice.
@@ -16,13 +16,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import _environment as env
-from .._reading import Reading
-from .._results import Claim
-from .._scratch import Scratch, choose
-from .._workloads import COMPETITION_SLICES as SLICES
-from .._workloads import COMPETITION_WRITE_CHUNK as WRITE_CHUNK
-from ._common import BLOCK, MIB, unavailable
+from ..core.reading import Reading
+from ..machine import environment as env
+from ..native.scratch import Scratch, choose
+from ..native.workloads import COMPETITION_SLICES as SLICES
+from ..native.workloads import COMPETITION_WRITE_CHUNK as WRITE_CHUNK
+from ..results.result import Claim
+from .common import BLOCK, MIB, unavailable
 
 TIMEOUT = 300
 EVENTS = "page-faults,minor-faults,major-faults"
@@ -399,7 +399,7 @@ def _notes(by, f, p, swap):
 
 
 def figure(result):
-    from .._plots import grid, grouped_bars, lines
+    from ..results.plots import grid, grouped_bars, lines
 
     by = {m.label: m for m in result.measurements}
     stages = ["before touch", "after touch", "after eviction", "after re-access"]

@@ -3,13 +3,13 @@ page faults each record takes, what that costs, and which code takes them."""
 
 import statistics
 
-from .._reading import Reading
-from .._reasons import Facts, explain
-from .._results import Claim, Measured
-from .._worker import environment as worker_environment
-from .._workloads import EBIZZY_FIXED_MMAP_THRESHOLD as FIXED_MMAP_THRESHOLD
-from .._workloads import FAULT_PROFILE_BYTES, workload
-from ._common import MIB, PAGE, per, ratio_text, unavailable
+from ..core.reading import Reading
+from ..counters.reasons import Facts, explain
+from ..native.worker import environment as worker_environment
+from ..native.workloads import EBIZZY_FIXED_MMAP_THRESHOLD as FIXED_MMAP_THRESHOLD
+from ..native.workloads import FAULT_PROFILE_BYTES, workload
+from ..results.result import Claim, Measured
+from .common import MIB, PAGE, per, ratio_text, unavailable
 
 TIMEOUT = 120
 EVENTS = "page-faults,minor-faults"
@@ -320,7 +320,7 @@ def _notes(by, storms):
 
 
 def figure(result):
-    from .._plots import bars, grid, hbars
+    from ..results.plots import bars, grid, hbars
 
     modes = [m for m in result.measurements if "records_per_s" in m.metrics]
     sites = [m for m in result.measurements if "share" in m.metrics]

@@ -1,8 +1,8 @@
 """first-touch: the first write to fresh anonymous memory costs a page fault per base page."""
 
-from .. import _environment as env
-from .._results import Claim
-from ._common import HUGE_PAGE, MIB, PAGE, per, ratio_text, unavailable
+from ..machine import environment as env
+from ..results.result import Claim
+from .common import HUGE_PAGE, MIB, PAGE, per, ratio_text, unavailable
 
 TIMEOUT = 120
 EVENTS = "page-faults,minor-faults,major-faults"
@@ -166,7 +166,7 @@ def _threads(by, pages, nmax):
 
 
 def figure(result):
-    from .._plots import bars, lines, side_by_side
+    from ..results.plots import bars, lines, side_by_side
 
     variants = [m for m in result.measurements if not m.label.startswith("threads=")]
     threads = [m for m in result.measurements if m.label.startswith("threads=")]

@@ -19,16 +19,16 @@ costs a plateau, not the knees around it.
 import math
 import statistics
 
-from .. import _caches
-from .._errors import BadInput
-from .._numbers import format_size as _size  # the one byte-size formatter
-from .._reading import Reading
-from .._results import Claim
-from .._workloads import LATENCY_MAX_SIZES as MAX_SIZES  # one counted region per size
-from .._workloads import latency_sizes as sizes  # the C sweep's own formula (lat_sizes)
-from .._workloads import workload
-from ._common import HUGE_PAGE, caches, sweep_limits
-from ._hw_or_sim import attach, simulated
+from ..core.errors import BadInput
+from ..core.numbers import format_size as _size
+from ..core.reading import Reading
+from ..machine import caches as _caches
+from ..native.workloads import LATENCY_MAX_SIZES as MAX_SIZES
+from ..native.workloads import latency_sizes as sizes
+from ..native.workloads import workload
+from ..results.result import Claim
+from .common import HUGE_PAGE, caches, sweep_limits
+from .hw_or_sim import attach, simulated
 
 TIMEOUT = 300
 COUNTS = ("L1-dcache-load-misses", "LLC-load-misses", "dTLB-load-misses")
@@ -329,7 +329,7 @@ def _notes(p, buffer, points, sim):
 
 
 def figure(result):
-    from .._plots import lines, markers, side_by_side, size_axis, vlines
+    from ..results.plots import lines, markers, side_by_side, size_axis, vlines
 
     ms = _points(result.measurements)
     curve, _, knees, caches = _analyse(ms)

@@ -6,14 +6,14 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._maps import KINDS, parse_maps
-from .._reading import Reading
-from .._results import Claim, Measured
-from .._scratch import choose
-from .._workloads import ADDR_NO_RANDOMIZE, VSYSCALL_BASE
-from .._workloads import MAPS_LARGE_BLOCK as LARGE_BLOCK
-from .._workloads import MAPS_SMALL_BLOCK as SMALL_BLOCK
-from ._common import MIB
+from ..core.reading import Reading
+from ..machine.maps import KINDS, parse_maps
+from ..native.scratch import choose
+from ..native.workloads import ADDR_NO_RANDOMIZE, VSYSCALL_BASE
+from ..native.workloads import MAPS_LARGE_BLOCK as LARGE_BLOCK
+from ..native.workloads import MAPS_SMALL_BLOCK as SMALL_BLOCK
+from ..results.result import Claim, Measured
+from .common import MIB
 
 TIMEOUT = 60
 RUNS = 2  # two fresh processes show what moves; a chance repeat is <= 2**-13 (brk: 32 MiB range)
@@ -331,7 +331,7 @@ def figure(result, runs=None):
 
     ``runs`` are the Snapshots of the run; without them only the first process's map (kept in
     ``result.text``) is drawn."""
-    from .._plots import memory_map
+    from ..results.plots import memory_map
 
     runs = runs or [Snapshot(result.text, parse_maps(result.text), {}, 0, False)]
     columns = {f"process {i}": snap.regions for i, snap in enumerate(runs, start=1)}

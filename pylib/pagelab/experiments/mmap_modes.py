@@ -4,11 +4,11 @@ MAP_POPULATE, written and then msync'd: where each one takes its faults and its 
 import math
 from dataclasses import dataclass
 
-from .._reading import Reading
-from .._results import Claim
-from .._scratch import MEMORY_FS, choose
-from .._workloads import MMAP_FILL_CHUNK
-from ._common import BLOCK, MIB, PAGE, unavailable
+from ..core.reading import Reading
+from ..native.scratch import MEMORY_FS, choose
+from ..native.workloads import MMAP_FILL_CHUNK
+from ..results.result import Claim
+from .common import BLOCK, MIB, PAGE, unavailable
 
 TIMEOUT = 300  # the defaults take ~2 s; a multi-GiB file is read 4 times and written 3
 EVENTS = "page-faults,minor-faults,major-faults"
@@ -271,7 +271,7 @@ def _notes(by, s):
 
 
 def figure(result):
-    from .._plots import grouped_bars, side_by_side
+    from ..results.plots import grouped_bars, side_by_side
 
     variants = [v for v in VARIANTS if f"{v}: mmap" in (m.label for m in result.measurements)]
 

@@ -8,15 +8,15 @@ The claims are physics with wide margins, judged only where the sweep brackets t
   fetched, a stride of one line uses one; stride 1 is >= WORD_VS_LINE times faster (8x ideal).
 """
 
-from .. import _caches
-from .._errors import BadInput
-from .._numbers import format_size as _size
-from .._reading import Reading
-from .._results import Claim
-from .._workloads import CACHE_LINE as LINE  # a cache line on x86-64 and most arm64 cores
-from .._workloads import MOUNTAIN_MAX_POINTS as MAX_POINTS  # one value per point
-from .._workloads import MOUNTAIN_WORD as WORD  # bytes per load
-from ._common import SWEEP_FACTOR, caches, ratio_text, sweep_limits
+from ..core.errors import BadInput
+from ..core.numbers import format_size as _size
+from ..core.reading import Reading
+from ..machine import caches as _caches
+from ..native.workloads import CACHE_LINE as LINE
+from ..native.workloads import MOUNTAIN_MAX_POINTS as MAX_POINTS
+from ..native.workloads import MOUNTAIN_WORD as WORD
+from ..results.result import Claim
+from .common import SWEEP_FACTOR, caches, ratio_text, sweep_limits
 
 TIMEOUT = 300
 SMALL_VS_LARGE = 2.0  # wide margin under the >= 10x of L1 vs DRAM

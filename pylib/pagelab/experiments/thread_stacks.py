@@ -10,14 +10,14 @@ import errno
 import os
 import platform
 
-from .. import _environment as env
-from .._errors import BadInput, BudgetExceeded, PagelabError
-from .._numbers import format_size
-from .._reading import Reading
-from .._results import Claim
-from .._worker import ADDRESS_SPACE_SLACK
-from .._workloads import MAP32_WINDOW as WINDOW
-from ._common import HUGE_PAGE, MIB, ratio_text
+from ..core.errors import BadInput, BudgetExceeded, PagelabError
+from ..core.numbers import format_size
+from ..core.reading import Reading
+from ..machine import environment as env
+from ..native.worker import ADDRESS_SPACE_SLACK
+from ..native.workloads import MAP32_WINDOW as WINDOW
+from ..results.result import Claim
+from .common import HUGE_PAGE, MIB, ratio_text
 
 TIMEOUT = 120
 EVENTS = "page-faults"  # filling 1 GiB of address space should fault in nothing
@@ -413,7 +413,7 @@ def _series(m, prefix):
 
 
 def figure(result):
-    from .._plots import points, side_by_side
+    from ..results.plots import points, side_by_side
 
     by = {m.label: m for m in result.measurements}
     panels = []

@@ -1,10 +1,10 @@
 """vsyscall: the legacy vsyscall page is trapped and emulated, one page fault per call."""
 
-from .. import _environment as env
-from .._reading import Reading
-from .._results import Claim, Measured
-from .._worker import WorkerDied
-from ._common import mean_stdev, per, ratio_text, unavailable
+from ..core.reading import Reading
+from ..machine import environment as env
+from ..native.worker import WorkerDied
+from ..results.result import Claim, Measured
+from .common import mean_stdev, per, ratio_text, unavailable
 
 TIMEOUT = 60
 EVENTS = "page-faults,minor-faults"
@@ -132,7 +132,7 @@ def _claims(by, none):
 
 
 def figure(result):
-    from .._plots import bars, side_by_side
+    from ..results.plots import bars, side_by_side
 
     ms = result.measurements
     return side_by_side(
