@@ -371,7 +371,7 @@ class _Bench:
         return trace
 
     def trace_figures(self, trace):
-        from ..sim.simulator import cachelab
+        from ..sim.cachelab import cachelab
 
         how = "valgrind and a C compiler are needed to make the lackey trace"
         if trace is None:

@@ -126,7 +126,8 @@ def _sim_spec(args):
 
 
 def _sim_trace(args):
-    from ..sim.simulator import Simulator, cachelab
+    from ..sim.cachelab import cachelab
+    from ..sim.simulator import Simulator
 
     lab = (args.s, args.E, args.b)
     if any(v is not None for v in lab):

@@ -169,7 +169,7 @@ def _context(name, sim, timeout, progress, params):
     return Context(name, p, bool(sim), timeout or mod.TIMEOUT, progress, address_space, mod)
 
 
-def run(name, *, sim=None, timeout=None, progress=True, live=False, **params):
+def run(name, *, sim=None, timeout=None, progress=True, watch=None, **params):
     """Run experiment ``name`` with ``params`` (see ``pagelab.parameters(name)``) and return its
     Result: labelled measurements and the claims of its write-up evaluated on them.
 
@@ -178,18 +178,15 @@ def run(name, *, sim=None, timeout=None, progress=True, live=False, **params):
     software-only and blocked profiles). Simulated counts are always labelled 'sim'. Bad
     parameters and requests over the memory budget raise BadInput before anything runs.
     ``progress``: True shows a progress bar (tqdm.auto), None nothing; a function gets each step.
-    ``live``: also show a LiveCounters widget following the workers while they run.
+    ``watch``: a function given the run's RunHandle before the run is waited for, e.g. to show
+    a live view of its workers (``pagelab.run(live=True)`` passes one).
     """
     ctx = _context(name, sim, timeout, progress, params)
     with _progress.reporting(name, progress) as ctx.progress:
-        if not live:
+        if watch is None:
             return ctx.module.run(ctx)
-        from IPython.display import display
-
-        from ..jupyter.live import LiveCounters
-
         handle = RunHandle(ctx)
-        display(LiveCounters.watch(handle, interval_ms=50))
+        watch(handle)
         return handle.result()
 
 

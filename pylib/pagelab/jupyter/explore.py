@@ -33,7 +33,7 @@ def explore(name, *shown, live=False, sim=None, **fixed):
     import ipywidgets as widgets
     from IPython.display import display
 
-    from ..experiments.runner import run
+    from .runs import run
 
     params = workload(name).params  # BadInput for an unknown name
     for key in (*shown, *fixed):

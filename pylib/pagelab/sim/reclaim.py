@@ -12,7 +12,7 @@ import numpy as np
 
 from .._native import ffi, lib
 from ..core.errors import BadInput
-from . import simulator as _sim
+from .trace import CHUNK, open_trace, records
 
 SOURCE = "sim"
 PAGE = lib.pl_page_size()  # the kernel's base page: page_string's default
@@ -135,11 +135,11 @@ def page_string(trace, page_size=PAGE):
     if page_size < 1 or page_size & (page_size - 1):
         raise BadInput(f"page_size must be a power of two, not {page_size!r}")
     shift = page_size.bit_length() - 1
-    t = _sim._open(trace)
+    t = open_trace(trace)
     addr, size, op = (
-        np.empty(_sim.CHUNK, np.uint64),
-        np.empty(_sim.CHUNK, np.uint32),
-        np.empty(_sim.CHUNK, np.uint8),
+        np.empty(CHUNK, np.uint64),
+        np.empty(CHUNK, np.uint32),
+        np.empty(CHUNK, np.uint8),
     )
     buffers = (
         ffi.from_buffer("uint64_t[]", addr),
@@ -147,7 +147,7 @@ def page_string(trace, page_size=PAGE):
         ffi.from_buffer("uint8_t[]", op),
     )
     parts, prev = [], None
-    for n in _sim._records(trace, t, lambda: lib.pl_trace_read(t, *buffers, _sim.CHUNK)):
+    for n in records(trace, t, lambda: lib.pl_trace_read(t, *buffers, CHUNK)):
         first = addr[:n] >> np.uint64(shift)
         last = (addr[:n] + size[:n].astype(np.uint64) - np.uint64(1)) >> np.uint64(shift)
         # an access that straddles two pages references both

@@ -13,20 +13,17 @@ import threading
 from dataclasses import dataclass
 
 from .._native import ffi, lib
-from .._version import __version__
 from ..core.errors import BadInput
-from ..core.numbers import parse_int
 from ..core.reading import Reading
 from . import report as _simreport
-from .config import CacheGeometry, SimConfig, make_config, to_native
+from .config import SimConfig, make_config, to_native
+from .trace import TraceInfo, replay
 
 SOURCE = "sim"
-# Records per parser call and accesses per array call: big enough that the Python loop costs
-# nothing, small enough that Ctrl-C is seen within a few milliseconds.
-CHUNK = 1 << 16
+# Accesses per array call: big enough that the Python loop costs nothing, small enough that
+# Ctrl-C is seen within a few milliseconds.
 SLICE = 1 << 20
 MAX_SIZE = lib.PL_SIM_MAX_ACCESS
-_OPS = {lib.PL_OP_LOAD: "L", lib.PL_OP_STORE: "S", lib.PL_OP_MODIFY: "M"}
 
 
 class _Rates:
@@ -94,23 +91,6 @@ class TLBStats(_Rates):
     source: str = SOURCE
 
     COUNTS = ("accesses", "hits", "misses", "read_misses", "write_misses", "evictions")
-
-
-@dataclass(frozen=True)
-class TraceInfo:
-    """What a lackey trace held: data records go to the model, instruction records do not."""
-
-    path: str
-    lines: int
-    loads: int
-    stores: int
-    modifies: int
-    instructions: int
-    skipped: int
-
-    @property
-    def data_records(self):
-        return self.loads + self.stores + self.modifies
 
 
 @dataclass(frozen=True)
@@ -209,7 +189,7 @@ class Simulator:
         with self._lock:
             empty = self._empty()
             try:
-                info = _replay(self._sim, path, ignore_size=False)
+                info = replay(self._sim, path, ignore_size=False)
             except BadInput:
                 if empty:
                     lib.pl_sim_reset(self._sim)
@@ -309,159 +289,6 @@ def _per_access(values, dtype, what, n, default):
     if a.shape != (n,):
         raise BadInput(f"{what} has shape {a.shape}; it must match the {n} addresses")
     return a, 0
-
-
-# --- traces -----------------------------------------------------------------------------------
-
-
-def _open(path):
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        raise BadInput(f"a trace is a file path, not {type(path).__name__}")
-    out = ffi.new("struct pl_trace **")
-    # EINTR: a signal ended the wait for a FIFO's writer; looping lets Python raise
-    # KeyboardInterrupt for Ctrl-C, and waits on for any other signal
-    while (rc := lib.pl_trace_open(os.fsencode(path), out)) == -errno.EINTR:
-        pass
-    if rc < 0:
-        raise BadInput(f"cannot read trace {path}: {os.strerror(-rc)}")
-    return ffi.gc(out[0], lib.pl_trace_close)
-
-
-def _records(path, t, call):
-    """Call ``call()`` (a pl_trace_read or pl_trace_replay of t) until the trace ends; yield
-    each positive count. Malformed lines and read errors raise BadInput."""
-    while (n := call()) != 0:
-        if n > 0:
-            yield n
-        elif n == -errno.EBADMSG:
-            raise BadInput(f"{path}: line {t.line}: {ffi.string(t.err).decode()}")
-        elif n != -errno.EINTR:  # EINTR: Python checks for Ctrl-C here, then reads on
-            raise BadInput(f"cannot read trace {path}: {os.strerror(-n)}")
-
-
-def _info(path, t):
-    return TraceInfo(
-        str(path), t.line, t.loads, t.stores, t.modifies, instructions=t.instr, skipped=t.skipped
-    )
-
-
-def _replay(sim, path, ignore_size):
-    """Parse and simulate a whole trace in one pass; its TraceInfo."""
-    t = _open(path)
-    for _ in _records(path, t, lambda: lib.pl_trace_replay(t, sim, CHUNK, ignore_size)):
-        pass
-    return _info(path, t)
-
-
-def scan_trace(path):
-    """Check a whole lackey trace and count its records; BadInput if it is unreadable or has a
-    malformed line (the message names the line)."""
-    t = _open(path)
-    addr, size, op = (
-        ffi.new("uint64_t[]", CHUNK),
-        ffi.new("uint32_t[]", CHUNK),
-        ffi.new("uint8_t[]", CHUNK),
-    )
-    for _ in _records(path, t, lambda: lib.pl_trace_read(t, addr, size, op, CHUNK)):
-        pass
-    return _info(path, t)
-
-
-# --- cache-lab mode ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CachelabResult:
-    """The answer of CS:APP's reference cache simulator (csim-ref) for one trace."""
-
-    hits: int
-    misses: int
-    evictions: int
-    verbose: tuple = ()  # one line per data record with -v, e.g. "M 20,1 miss hit"
-    params: dict | None = None  # trace, s, E, b
-    source: str = SOURCE
-
-    @property
-    def summary(self):
-        return f"hits:{self.hits} misses:{self.misses} evictions:{self.evictions}"
-
-    def to_dict(self):
-        metrics = {
-            k: {"value": getattr(self, k), "unit": "", "source": self.source}
-            for k in ("hits", "misses", "evictions")
-        }
-        return {
-            "experiment": "cachelab",
-            "version": __version__,
-            "params": self.params,
-            "measurements": [{"label": "cache", "metrics": metrics}],
-        }
-
-    def __str__(self):
-        return "\n".join([*self.verbose, self.summary])
-
-
-def cachelab(path, s, E, b, verbose=False):
-    """Cache-lab mode: one LRU level of 2**s sets, E lines each, 2**b-byte blocks, as csim-ref.
-
-    I records are ignored, sizes are ignored (no access straddles blocks), M is a load then a
-    store to the same address. Returns hits, misses, evictions (and, with verbose, one line per
-    data record in csim-ref's format).
-    """
-    s, E, b = parse_int(s, "-s", 0), parse_int(E, "-E", 1), parse_int(b, "-b", 0)
-    if b > 30 or s > 30 or (E << s) > lib.PL_SIM_MAX_LINES:
-        raise BadInput(
-            f"-s {s} -E {E} -b {b} is too large: at most 2**30-byte blocks and "
-            f"{lib.PL_SIM_MAX_LINES} lines ((2**s) * E)"
-        )
-    cfg = SimConfig(
-        l1=CacheGeometry((E << s) << b, E, 1 << b, "cache-lab -s -E -b"),
-        policy="lru",
-        classify=False,
-    )
-    sim = Simulator(cfg)
-    # one pass; a malformed line raises before anything is printed
-    lines = _verbose(sim._sim, path) if verbose else []
-    if not verbose:
-        _replay(sim._sim, path, ignore_size=True)
-    level = sim.stats().levels[0]
-    return CachelabResult(
-        level.hits,
-        level.misses,
-        level.evictions,
-        tuple(lines),
-        {"trace": str(path), "s": s, "E": E, "b": b},
-    )
-
-
-def _verbose(sim, path):
-    """Cache-lab -v: one csim-ref line per data record, read and simulated in one pass."""
-    t = _open(path)
-    addr, size, op = (
-        ffi.new("uint64_t[]", CHUNK),
-        ffi.new("uint32_t[]", CHUNK),
-        ffi.new("uint8_t[]", CHUNK),
-    )
-    outcome = ffi.new("uint8_t[]", CHUNK)
-    lines = []
-    for n in _records(path, t, lambda: lib.pl_trace_read(t, addr, size, op, CHUNK)):
-        lib.pl_sim_access_outcomes(sim, addr, op, ffi.NULL, n, 0, 1, outcome)
-        lines += [_verbose_line(op[i], addr[i], size[i], outcome[i]) for i in range(n)]
-    return lines
-
-
-def _outcome_words(bits):
-    words = ["hit" if bits & lib.PL_SIM_HIT else "miss"]
-    if bits & lib.PL_SIM_EVICT:
-        words.append("eviction")
-    return words
-
-
-def _verbose_line(op, addr, size, outcome):
-    words = _outcome_words(outcome & 3)
-    if op == lib.PL_OP_MODIFY:
-        words += _outcome_words(outcome >> 2)
-    return f"{_OPS[op]} {addr:x},{size} {' '.join(words)}"
 
 
 # --- regions of -DPL_SIM workloads ------------------------------------------------------------

@@ -1,0 +1,144 @@
+"""The package's layout shows its architecture: sub-packages by responsibility, each importing only
+from the layers below it, no import cycle, and only the package's face at its top."""
+
+import ast
+
+import pagelab
+from helpers import ROOT
+
+PACKAGE = ROOT / "pylib" / "pagelab"
+# The layers, lowest first: the one place the order is written (docs/architecture.md explains it).
+LAYERS = (
+    "core",
+    "machine",
+    "counters",
+    "sim",
+    "native",
+    "results",
+    "experiments",
+    "jupyter",
+    "cli",
+)
+# The package's face: __init__ (the public API), __main__, the version, the cffi builder and the
+# module it builds. Every layer may import the built module, the builder and the version.
+FACE = {"__init__", "__main__", "_version", "_ffi_build"}
+EVERYONE = {"pagelab._native", "pagelab._version", "pagelab._ffi_build"}
+# The public API the layout must keep (the 57 names `pagelab` exported before it).
+PUBLIC = {
+    "BadInput", "BudgetExceeded", "CacheGeometry", "CachelabResult", "Claim", "ClassReport",
+    "CounterGroup", "CounterUnavailable", "DEFAULT_EVENTS", "Event", "Interrupted", "LevelStats",
+    "LiveCounters", "Measured", "Measurement", "PagelabError", "RECLAIM_POLICIES", "Reading",
+    "ReclaimResult", "Result", "RunHandle", "SimConfig", "SimStats", "Simulator", "Source",
+    "TLBGeometry", "TLBStats", "TraceInfo", "UnknownEvent", "WorkerDied", "WorkerError",
+    "WorkerTimeout", "__version__", "cachelab", "class_report", "default_config", "doctor",
+    "event", "events", "experiment_names", "explore", "json_schema", "measure", "page_string",
+    "parameters", "parse_maps", "reclaim", "run", "run_all", "sample_program", "sample_trace",
+    "sandbox_parent", "scan_trace", "source", "squeeze", "start", "stat",
+}  # fmt: skip
+
+
+def modules():
+    """{dotted module name: path} of every module in the package."""
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def imported(name, path, known):
+    """The package's modules that module ``name`` imports, anywhere in it (functions too)."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [f"{base}.{a.name}" for a in node.names]
+            found |= {t if t in known else base for t in targets}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return {t for t in found if t in known and t != name}
+
+
+def layer(name):
+    parts = name.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 2 or parts[-1] in LAYERS else None
+
+
+def graph():
+    known = modules()
+    return {name: imported(name, path, known) for name, path in known.items()}
+
+
+def test_every_module_lives_in_a_layer_and_the_top_holds_only_the_face():
+    """Apart from the face, every module is in one of the sub-packages LAYERS names."""
+    for name in modules():
+        parts = name.split(".")
+        if name == "pagelab" or (len(parts) == 2 and parts[1] in FACE):
+            continue
+        assert len(parts) >= 2 and parts[1] in LAYERS, f"{name} is not in a layer"
+    top = {p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or (p.is_dir() and p.name)}
+    top -= {"__pycache__"} | {f"{m}.py" for m in FACE} | set(LAYERS)
+    assert not {t for t in top if not t.endswith(".so")}, f"at the top of the package: {top}"
+
+
+def test_no_import_points_up_a_layer():
+    """A module imports only from its own layer or below (and the built module and version)."""
+    up = []
+    for name, targets in graph().items():
+        mine = layer(name)
+        for t in targets - EVERYONE:
+            theirs = layer(t)
+            if mine is None:  # the face: __init__ imports lazily, __main__ the CLI
+                continue
+            if theirs is None or theirs > mine:
+                up.append(f"{name} -> {t}")
+    assert not up, "imports pointing up a layer:\n" + "\n".join(sorted(up))
+
+
+def test_there_are_no_import_cycles():
+    """No module reaches itself through the modules it imports."""
+    g = graph()
+    state, cycle = {}, []
+
+    def visit(n, path):
+        state[n] = "open"
+        for t in sorted(g[n]):
+            if state.get(t) == "open":
+                cycle.append(path + [t])
+            elif t not in state:
+                visit(t, path + [t])
+        state[n] = "done"
+
+    for n in sorted(g):
+        if n not in state:
+            visit(n, [n])
+    assert not cycle, f"import cycles: {cycle}"
+
+
+def test_the_checker_sees_an_upward_import(tmp_path):
+    """The import reader resolves relative imports, so an upward one would be caught."""
+    path = tmp_path / "x.py"
+    path.write_text("from ..jupyter import live\nfrom ..core.errors import BadInput\n")
+    known = {"pagelab.jupyter.live", "pagelab.core.errors", "pagelab.sim.x"}
+    got = imported("pagelab.sim.x", path, known)
+    assert got == {"pagelab.jupyter.live", "pagelab.core.errors"}
+    assert layer("pagelab.jupyter.live") > layer("pagelab.sim.x")
+
+
+def test_the_public_api_is_unchanged():
+    """pagelab exports the same 57 names, each reachable."""
+    assert set(pagelab.__all__) == PUBLIC and len(PUBLIC) == 57
+    for name in PUBLIC:
+        assert getattr(pagelab, name) is not None, name
+
+
+def test_no_shim_is_left_at_an_old_name():
+    """No module of the old flat layout remains (pagelab._run, pagelab._sim, ...)."""
+    old = {p.stem for p in PACKAGE.glob("_*.py")} - FACE
+    assert not old, old
+    assert [p.name for p in (PACKAGE / "experiments").glob("_*.py")] == ["__init__.py"]
