@@ -101,7 +101,7 @@ def test_cachelab_json(pagelab_cmd, trace):
         (["{trace}", "-s", "1", "-E", "1"], "all three of -s, -E and -b"),
         (["{trace}", "-s", "1", "-E", "1", "-b", "1", "--l1", "1K:2:64"], "--l1 does not apply"),
         (["{trace}", "-v"], "-v is for cache-lab mode"),
-        (["{trace}", "--l1", "48K:7:64"], "not divisible by ways"),
+        (["{trace}", "--l1", "48K:7:64"], "do not divide into 7 ways"),
         (["{trace}", "--policy", "mru"], "unknown policy"),
         (["{trace}", "--page", "1g"], "not 4k or 2m"),
         (["{trace}", "--config", "nowhere.json"], "cannot read config"),

@@ -132,7 +132,7 @@ def test_config_and_stats_print_the_geometry():
 @pytest.mark.parametrize(
     "spec,message",
     [
-        ({"l1": "48K:7:64"}, "not divisible by ways"),
+        ({"l1": "48K:7:64"}, "768 lines do not divide into 7 ways"),
         ({"l1": "32K:8:48"}, "line size 48"),
         ({"l1": "32K:0:64"}, "ways must be"),
         ({"l1": "1000:1:64"}, "whole number of 64-byte lines"),

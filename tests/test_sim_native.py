@@ -141,6 +141,7 @@ def _config(size=1024, ways=2, line=64, policy=None, tlb=None, page=4096):
     if tlb:
         c.ntlbs = 1
         c.tlb[0].entries, c.tlb[0].ways = tlb
+        c.tlb[0].name = b"DTLB"
     c.page_size = page
     return c
 
@@ -160,9 +161,16 @@ def _config(size=1024, ways=2, line=64, policy=None, tlb=None, page=4096):
     ],
 )
 def test_c_rejects_impossible_configurations(kw):
-    """pl_sim_config_check and pl_sim_create refuse what the model cannot run."""
+    """pl_sim_config_check and pl_sim_create refuse what the model cannot run; the check says
+    why in one line naming the level (a NULL buffer is allowed)."""
     c = _config(**kw)
-    assert lib.pl_sim_config_check(c) == -errno.EINVAL
+    c.level[0].name = b"L1D"
+    why = ffi.new("char[]", 256)
+    assert lib.pl_sim_config_check(c, why, len(why)) == -errno.EINVAL
+    text = ffi.string(why).decode()
+    assert text and "\n" not in text and (text.startswith(("L1D: ", "DTLB")) or "policy" in text)
+    assert lib.pl_sim_config_check(c, ffi.NULL, 0) == -errno.EINVAL
+    assert lib.pl_sim_config_check(c, why, 8) == -errno.EINVAL and len(ffi.string(why)) == 7
     out = ffi.new("struct pl_sim **")
     assert lib.pl_sim_create(c, out) == -errno.EINVAL and out[0] == ffi.NULL
 

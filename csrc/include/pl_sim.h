@@ -28,6 +28,14 @@
  * MAX_DSIZE: an FXSAVE area); anything wider is many accesses. Traces and Simulator.access
  * refuse larger sizes, which also bounds one access's work to a few lines. */
 #define PL_SIM_MAX_ACCESS 512
+/* Longest line: far beyond any real cache (32 to 256 bytes), small enough that shifts stay sane. */
+#define PL_SIM_MAX_LINE (1u << 30)
+/* The page sizes the TLBs model: base pages and the 2 MiB huge pages of x86-64 (and arm64 with
+ * 4 KiB base pages). */
+#define PL_SIM_PAGE_4K 4096u
+#define PL_SIM_PAGE_2M (2u << 20)
+/* Room for a level's name (L1D, LLC, STLB ...) in the messages of pl_sim_config_check. */
+#define PL_SIM_NAME_MAX 8
 
 /* Replacement policies of the cache levels (TLBs are always LRU). */
 #define PL_POLICY_LRU 0
@@ -62,12 +70,14 @@
 struct pl_cache_geom {
     uint64_t size; /* bytes; size / (ways * line) sets, any whole number */
     uint32_t ways;
-    uint32_t line; /* bytes, a power of two */
+    uint32_t line;              /* bytes, a power of two */
+    char name[PL_SIM_NAME_MAX]; /* for messages: "L1D", "L2", "LLC" */
 };
 
 struct pl_tlb_geom {
     uint32_t entries; /* entries / ways sets, any whole number */
     uint32_t ways;
+    char name[PL_SIM_NAME_MAX]; /* for messages: "DTLB", "STLB" */
 };
 
 struct pl_sim_config {
@@ -75,7 +85,7 @@ struct pl_sim_config {
     struct pl_cache_geom level[PL_SIM_MAX_LEVELS];
     int ntlbs; /* 0: no TLB, 1: DTLB, 2: DTLB and STLB */
     struct pl_tlb_geom tlb[PL_SIM_MAX_TLBS];
-    uint32_t page_size; /* bytes, a power of two >= every line size when there is a TLB */
+    uint32_t page_size; /* PL_SIM_PAGE_4K or _2M, >= every line size, when there is a TLB */
     int policy;         /* PL_POLICY_*, for the cache levels */
     uint64_t seed;      /* PL_POLICY_RANDOM's seed; the same seed replays the same choices */
     int classify;       /* bit i set: classify level i's misses (compulsory / capacity /
@@ -120,8 +130,10 @@ struct pl_sim {
     struct pl_sim_core *core;
 };
 
-/* 0, or -EINVAL for an impossible configuration (the Python layer explains which). */
-int pl_sim_config_check(const struct pl_sim_config *cfg);
+/* 0, or -EINVAL for a configuration the model cannot run, with the one-line reason in why (len
+bytes, always terminated; why may be NULL). The one place the model's limits are checked: the
+Python layer passes the reason on as it is. */
+int pl_sim_config_check(const struct pl_sim_config *cfg, char *why, size_t len);
 /* 0 and *out set, or -EINVAL / -ENOMEM. Free with pl_sim_destroy. */
 int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out);
 void pl_sim_destroy(struct pl_sim *sim);

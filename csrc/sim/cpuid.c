@@ -6,9 +6,8 @@
 #endif
 
 #include "pl_cpuid.h"
+#include "pl_sim.h"
 
-#define PAGE_4K 4096u
-#define PAGE_2M (2u << 20)
 #define AMD_L1_LEAF 0x80000005u
 #define AMD_L2_LEAF 0x80000006u
 #define INTEL_TLB_LEAF 0x18u
@@ -40,9 +39,10 @@ int pl_cpuid_decode_amd(uint32_t page_size, const uint32_t regs5[4], const uint3
 {
     memset(dtlb, 0, sizeof *dtlb);
     memset(stlb, 0, sizeof *stlb);
-    if (page_size != PAGE_4K && page_size != PAGE_2M)
+    if (page_size != PL_SIM_PAGE_4K && page_size != PL_SIM_PAGE_2M)
         return -EINVAL;
-    int r = page_size == PAGE_4K ? EBX : EAX; /* EBX: 4 KiB pages, EAX: 2 MiB / 4 MiB pages */
+    int r =
+        page_size == PL_SIM_PAGE_4K ? EBX : EAX; /* EBX: 4 KiB pages, EAX: 2 MiB / 4 MiB pages */
     if (regs5) {
         /* bits 31:24 data TLB associativity (0xff = fully), 23:16 data TLB entries */
         uint32_t assoc = regs5[r] >> 24, entries = (regs5[r] >> 16) & 0xff;
@@ -61,9 +61,9 @@ int pl_cpuid_decode_intel(uint32_t page_size, const uint32_t *regs, int n,
 {
     memset(dtlb, 0, sizeof *dtlb);
     memset(stlb, 0, sizeof *stlb);
-    if (page_size != PAGE_4K && page_size != PAGE_2M)
+    if (page_size != PL_SIM_PAGE_4K && page_size != PL_SIM_PAGE_2M)
         return -EINVAL;
-    uint32_t page_bit = page_size == PAGE_4K ? 1u : 2u; /* EBX bit 0: 4K, bit 1: 2M */
+    uint32_t page_bit = page_size == PL_SIM_PAGE_4K ? 1u : 2u; /* EBX bit 0: 4K, bit 1: 2M */
     struct pl_cpuid_tlb load_only = {0, 0, 0};
     for (int i = 0; i < n; i++) {
         const uint32_t *q = regs + 4 * i;
@@ -101,7 +101,7 @@ int pl_cpuid_tlbs(uint32_t page_size, struct pl_cpuid_tlb *dtlb, struct pl_cpuid
     memset(dtlb, 0, sizeof *dtlb);
     memset(stlb, 0, sizeof *stlb);
     vendor[0] = 0;
-    if (page_size != PAGE_4K && page_size != PAGE_2M)
+    if (page_size != PL_SIM_PAGE_4K && page_size != PL_SIM_PAGE_2M)
         return -EINVAL;
     if (!__get_cpuid(0, &a, &b, &c, &d))
         return 0;
@@ -140,7 +140,7 @@ int pl_cpuid_tlbs(uint32_t page_size, struct pl_cpuid_tlb *dtlb, struct pl_cpuid
     memset(dtlb, 0, sizeof *dtlb);
     memset(stlb, 0, sizeof *stlb);
     vendor[0] = 0;
-    return page_size == PAGE_4K || page_size == PAGE_2M ? 0 : -EINVAL;
+    return page_size == PL_SIM_PAGE_4K || page_size == PL_SIM_PAGE_2M ? 0 : -EINVAL;
 }
 
 #endif

@@ -1,5 +1,8 @@
 /* The hierarchy: TLBs and cache levels glued together, the slow path of pl_sim_access, arrays. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,8 +11,6 @@
 
 /* Seeds of the levels differ so that two random-policy levels do not make the same choices. */
 #define LEVEL_SEED_STEP 0x9E3779B97F4A7C15ull
-/* Longest line we accept: far beyond any real cache, small enough that shifts stay sane. */
-#define MAX_LINE (1u << 30)
 
 struct pl_sim_core {
     int nlevels, ntlbs;
@@ -29,37 +30,94 @@ static unsigned log2_of(uint64_t pow2_value)
     return (unsigned)__builtin_ctzll(pow2_value);
 }
 
-static int check_array(uint64_t lines, uint32_t ways)
+/* -EINVAL, and the reason in why (when there is room for one). */
+__attribute__((format(printf, 3, 4))) static int refuse(char *why, size_t len, const char *fmt, ...)
 {
-    return ways >= 1 && ways <= PL_SIM_MAX_WAYS && lines >= ways && lines <= PL_SIM_MAX_LINES &&
-                   lines % ways == 0
-               ? 0
-               : -EINVAL;
+    if (why && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, len, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
 }
 
-int pl_sim_config_check(const struct pl_sim_config *cfg)
+/* units (lines or entries) in sets of ways: any whole number of sets, within the limits. */
+static int check_array(const char *name, uint64_t units, uint32_t ways, const char *unit, char *why,
+                       size_t len)
 {
+    if (ways < 1)
+        return refuse(why, len, "%s: ways must be at least 1", name);
+    if (ways > PL_SIM_MAX_WAYS)
+        return refuse(why, len, "%s: %" PRIu32 " ways is more than the simulator's %d", name, ways,
+                      PL_SIM_MAX_WAYS);
+    if (units < ways)
+        return refuse(why, len, "%s: %s (%" PRIu64 ") must be at least the ways (%" PRIu32 ")",
+                      name, unit, units, ways);
+    if (units % ways)
+        return refuse(why, len,
+                      "%s: %" PRIu64 " %s do not divide into %" PRIu32 " ways (sets must be whole)",
+                      name, units, unit, ways);
+    if (units > PL_SIM_MAX_LINES)
+        return refuse(why, len, "%s: %" PRIu64 " %s is more than the simulator's %u", name, units,
+                      unit, PL_SIM_MAX_LINES);
+    return 0;
+}
+
+static int check_level(const struct pl_sim_config *cfg, const struct pl_cache_geom *g, char *why,
+                       size_t len)
+{
+    const char *name = g->name;
+    if (!pow2(g->line) || g->line > PL_SIM_MAX_LINE)
+        return refuse(why, len, "%s: line size %" PRIu32 " is not a power of two up to 1 GiB", name,
+                      g->line);
+    if (g->size < 1)
+        return refuse(why, len, "%s: size %" PRIu64 " is not a positive number of bytes", name,
+                      g->size);
+    if (g->size % g->line)
+        return refuse(why, len,
+                      "%s: size %" PRIu64 " is not a whole number of %" PRIu32 "-byte lines", name,
+                      g->size, g->line);
+    int rc = check_array(name, g->size / g->line, g->ways, "lines", why, len);
+    if (rc)
+        return rc;
+    if (cfg->policy == PL_POLICY_PLRU && (!pow2(g->ways) || g->ways > 64))
+        return refuse(why, len,
+                      "%s: plru needs a power-of-two number of ways up to 64 (a binary tree over "
+                      "the ways), not %" PRIu32 "; lru, fifo and random take any number",
+                      name, g->ways);
+    if (cfg->ntlbs && g->line > cfg->page_size)
+        return refuse(why, len,
+                      "%s: %" PRIu32 "-byte lines are larger than the %" PRIu32 "-byte pages", name,
+                      g->line, cfg->page_size);
+    return 0;
+}
+
+int pl_sim_config_check(const struct pl_sim_config *cfg, char *why, size_t len)
+{
+    if (why && len)
+        why[0] = '\0';
     if (cfg->nlevels < 0 || cfg->nlevels > PL_SIM_MAX_LEVELS || cfg->ntlbs < 0 ||
-        cfg->ntlbs > PL_SIM_MAX_TLBS || cfg->nlevels + cfg->ntlbs == 0)
-        return -EINVAL;
+        cfg->ntlbs > PL_SIM_MAX_TLBS)
+        return refuse(why, len, "at most %d cache levels and %d TLBs", PL_SIM_MAX_LEVELS,
+                      PL_SIM_MAX_TLBS);
+    if (cfg->nlevels + cfg->ntlbs == 0)
+        return refuse(why, len, "nothing to simulate: no cache level and no TLB");
     if (cfg->policy < PL_POLICY_LRU || cfg->policy > PL_POLICY_PLRU)
-        return -EINVAL;
+        return refuse(why, len, "unknown replacement policy %d", cfg->policy);
+    if (cfg->ntlbs && cfg->page_size != PL_SIM_PAGE_4K && cfg->page_size != PL_SIM_PAGE_2M)
+        return refuse(why, len, "page size %" PRIu32 " is not 4k or 2m", cfg->page_size);
     for (int i = 0; i < cfg->nlevels; i++) {
-        const struct pl_cache_geom *g = &cfg->level[i];
-        if (!pow2(g->line) || g->line > MAX_LINE || g->size % g->line)
-            return -EINVAL;
-        if (check_array(g->size / g->line, g->ways))
-            return -EINVAL;
-        if (cfg->policy == PL_POLICY_PLRU && (!pow2(g->ways) || g->ways > 64))
-            return -EINVAL;
-        if (cfg->ntlbs && g->line > cfg->page_size)
-            return -EINVAL;
+        int rc = check_level(cfg, &cfg->level[i], why, len);
+        if (rc)
+            return rc;
     }
-    if (cfg->ntlbs && (!pow2(cfg->page_size) || cfg->page_size < 4096))
-        return -EINVAL;
-    for (int i = 0; i < cfg->ntlbs; i++)
-        if (check_array(cfg->tlb[i].entries, cfg->tlb[i].ways))
-            return -EINVAL;
+    for (int i = 0; i < cfg->ntlbs; i++) {
+        const struct pl_tlb_geom *t = &cfg->tlb[i];
+        int rc = check_array(t->name, t->entries, t->ways, "entries", why, len);
+        if (rc)
+            return rc;
+    }
     return 0;
 }
 
@@ -80,7 +138,7 @@ void pl_sim_destroy(struct pl_sim *sim)
 int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out)
 {
     *out = NULL;
-    int rc = pl_sim_config_check(cfg);
+    int rc = pl_sim_config_check(cfg, NULL, 0);
     if (rc)
         return rc;
     struct pl_sim *sim = calloc(1, sizeof *sim);

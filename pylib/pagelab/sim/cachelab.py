@@ -53,9 +53,10 @@ def cachelab(path, s, E, b, verbose=False):
     data record in csim-ref's format).
     """
     s, E, b = parse_int(s, "-s", 0), parse_int(E, "-E", 1), parse_int(b, "-b", 0)
-    if b > 30 or s > 30 or (E << s) > lib.PL_SIM_MAX_LINES:
+    max_b = lib.PL_SIM_MAX_LINE.bit_length() - 1  # the model's longest line, as -b
+    if b > max_b or s > max_b or (E << s) > lib.PL_SIM_MAX_LINES:
         raise BadInput(
-            f"-s {s} -E {E} -b {b} is too large: at most 2**30-byte blocks and "
+            f"-s {s} -E {E} -b {b} is too large: at most 2**{max_b}-byte blocks and "
             f"{lib.PL_SIM_MAX_LINES} lines ((2**s) * E)"
         )
     cfg = SimConfig(

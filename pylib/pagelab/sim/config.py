@@ -22,15 +22,10 @@ POLICIES = {
     "random": lib.PL_POLICY_RANDOM,
     "plru": lib.PL_POLICY_PLRU,
 }
-PAGE_SIZES = {"4k": 4096, "2m": 2 << 20}
+PAGE_SIZES = {"4k": lib.PL_SIM_PAGE_4K, "2m": lib.PL_SIM_PAGE_2M}  # what the TLB model takes
 # The origin of a geometry the machine does not report: a stated guess, never passed off as
 # the machine's own.
 ASSUMED = "assumed"
-MAX_LINE = 1 << 30  # as csrc/sim/sim.c: far beyond any real cache line
-
-
-def _pow2(x):
-    return x > 0 and x & (x - 1) == 0
 
 
 @dataclass(frozen=True)
@@ -123,7 +118,8 @@ class SimConfig:
 
     def check(self):
         """Raise BadInput, with one line saying what is impossible, unless the C model can run
-        this configuration."""
+        this configuration. Python reads what it was given (whole numbers, names); the limits
+        of the model are checked once, in C (pl_sim_config_check), which words the reason."""
         if self.policy not in POLICIES:
             raise BadInput(f"unknown policy {self.policy!r}: use one of {', '.join(POLICIES)}")
         if self.page not in PAGE_SIZES.values():
@@ -136,63 +132,25 @@ class SimConfig:
             raise BadInput(f"seed {self.seed!r} is not a whole number in [0, 2**64)")
         if not (isinstance(self.classify, bool) or self.classify == "l1"):
             raise BadInput(f'classify must be true, false or "l1", not {self.classify!r}')
-        if not self.levels and not self.tlbs:
-            raise BadInput("nothing to simulate: no cache level and no TLB")
         if self.stlb and not self.dtlb:
             raise BadInput("an STLB needs a DTLB in front of it (set --tlb too)")
         for name, g in self.levels:
-            _check_cache(name, g, self)
+            _whole(name, "size", g.size, 64)
+            _whole(name, "ways", g.ways, 32)
+            _whole(name, "line size", g.line, 32)
         for name, g in self.tlbs:
-            _check_array(name, g.entries, g.ways, "entries")
+            _whole(name, "entries", g.entries, 32)
+            _whole(name, "ways", g.ways, 32)
+        why = ffi.new("char[]", 256)
+        if lib.pl_sim_config_check(to_native(self), why, len(why)):
+            raise BadInput(ffi.string(why).decode())
         return self
 
 
-def _check_array(name, units, ways, unit_name):
-    if isinstance(ways, bool) or not isinstance(ways, int) or ways < 1:
-        raise BadInput(f"{name}: ways must be a whole number >= 1, not {ways!r}")
-    if ways > lib.PL_SIM_MAX_WAYS:
-        raise BadInput(f"{name}: {ways} ways is more than the simulator's {lib.PL_SIM_MAX_WAYS}")
-    if isinstance(units, bool) or not isinstance(units, int) or units < ways:
-        raise BadInput(f"{name}: {unit_name} ({units!r}) must be at least the ways ({ways})")
-    if units % ways:
-        raise BadInput(
-            f"{name}: {units} {unit_name} do not divide into {ways} ways (sets must be whole)"
-        )
-    if units > lib.PL_SIM_MAX_LINES:
-        raise BadInput(
-            f"{name}: {units} {unit_name} is more than the simulator's {lib.PL_SIM_MAX_LINES}"
-        )
-
-
-def _check_cache(name, g, cfg):
-    if (
-        isinstance(g.line, bool)
-        or not isinstance(g.line, int)
-        or not _pow2(g.line)
-        or g.line > MAX_LINE
-    ):
-        raise BadInput(f"{name}: line size {g.line!r} is not a power of two up to 1 GiB")
-    if isinstance(g.size, bool) or not isinstance(g.size, int) or g.size < 1:
-        raise BadInput(f"{name}: size {g.size!r} is not a positive number of bytes")
-    if g.size % g.line:
-        raise BadInput(f"{name}: size {g.size} is not a whole number of {g.line}-byte lines")
-    if (
-        isinstance(g.ways, int)
-        and not isinstance(g.ways, bool)
-        and g.ways >= 1
-        and g.size % (g.ways * g.line)
-    ):
-        raise BadInput(
-            f"{name}: size {g.size} is not divisible by ways * line = {g.ways} * {g.line}"
-        )
-    _check_array(name, g.size // g.line, g.ways, "lines")
-    if cfg.policy == "plru" and (not _pow2(g.ways) or g.ways > 64):
-        raise BadInput(
-            f"{name}: plru needs a power-of-two number of ways up to 64 (a binary tree over "
-            f"the ways), not {g.ways}; lru, fifo and random take any number"
-        )
-    if cfg.tlbs and g.line > cfg.page:
-        raise BadInput(f"{name}: {g.line}-byte lines are larger than the {cfg.page}-byte pages")
+def _whole(name, what, value, bits):
+    """A field the C struct can hold: a whole number from 1 below 2**bits."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 1 << bits:
+        raise BadInput(f"{name}: {what} must be a whole number >= 1, not {value!r}")
 
 
 # --- defaults from the machine ----------------------------------------------------------------
@@ -367,14 +325,16 @@ def make_config(spec=None, root="/"):
 
 
 def to_native(cfg):
-    """The struct pl_sim_config for a checked SimConfig."""
+    """The struct pl_sim_config for a SimConfig whose fields are whole numbers (check())."""
     c = ffi.new("struct pl_sim_config *")
     c.nlevels = len(cfg.levels)
-    for i, (_, g) in enumerate(cfg.levels):
+    for i, (name, g) in enumerate(cfg.levels):
         c.level[i].size, c.level[i].ways, c.level[i].line = g.size, g.ways, g.line
+        c.level[i].name = name.encode()
     c.ntlbs = len(cfg.tlbs)
-    for i, (_, g) in enumerate(cfg.tlbs):
+    for i, (name, g) in enumerate(cfg.tlbs):
         c.tlb[i].entries, c.tlb[i].ways = g.entries, g.ways
+        c.tlb[i].name = name.encode()
     c.page_size = cfg.page
     c.policy = POLICIES[cfg.policy]
     c.seed = cfg.seed
