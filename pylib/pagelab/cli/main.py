@@ -119,7 +119,7 @@ def _sim_spec(args):
     for key in _MODEL_OPTIONS[1:]:
         value = getattr(args, key)
         if value is not None:
-            spec["dtlb" if key == "tlb" else key] = value
+            spec[key] = value  # --tlb is the config's "tlb", an alias of "dtlb"
     if args.no_classify:
         spec["classify"] = False
     return spec

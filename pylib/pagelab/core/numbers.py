@@ -14,7 +14,7 @@ _DEC = re.compile(r"[+-]?[0-9]{1,20}")
 _HEX = re.compile(r"0[xX][0-9a-fA-F]{1,16}")
 _SIZE = re.compile(r"([0-9]{1,20})\s*([kKmMgGtT]?)(?:[iI]?[bB])?")
 _SHIFTS = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
-_UNITS = (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10))
+_UNITS = (("EiB", 60), ("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10))
 
 
 def quote(value):

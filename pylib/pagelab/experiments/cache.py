@@ -3,7 +3,7 @@
 from ..core.errors import BadInput
 from ..core.numbers import format_size
 from ..machine import caches as _caches
-from ..native.workloads import CACHE_LINE
+from ..native.workloads import CACHE_LINE  # the unit of access: one cache line
 from ..results.result import Claim
 from ..sim.config import assumed_levels
 from .common import MIB, per, ratio_text

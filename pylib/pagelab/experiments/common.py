@@ -6,6 +6,7 @@ from ..core.numbers import format_size
 from ..core.reading import Reading
 from ..machine import caches as _caches
 from ..machine import environment as env
+from ..native.workloads import HUGE_PAGE, PAGE  # noqa: F401 (shared by the experiment modules)
 from ..sim.config import assumed_levels
 
 MIB = 1 << 20

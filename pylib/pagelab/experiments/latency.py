@@ -20,11 +20,11 @@ import math
 import statistics
 
 from ..core.errors import BadInput
-from ..core.numbers import format_size as _size
+from ..core.numbers import format_size as _size  # the one byte-size formatter
 from ..core.reading import Reading
 from ..machine import caches as _caches
-from ..native.workloads import LATENCY_MAX_SIZES as MAX_SIZES
-from ..native.workloads import latency_sizes as sizes
+from ..native.workloads import LATENCY_MAX_SIZES as MAX_SIZES  # one counted region per size
+from ..native.workloads import latency_sizes as sizes  # the C sweep's own formula (lat_sizes)
 from ..native.workloads import workload
 from ..results.result import Claim
 from .common import HUGE_PAGE, caches, sweep_limits

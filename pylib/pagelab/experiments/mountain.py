@@ -12,9 +12,9 @@ from ..core.errors import BadInput
 from ..core.numbers import format_size as _size
 from ..core.reading import Reading
 from ..machine import caches as _caches
-from ..native.workloads import CACHE_LINE as LINE
-from ..native.workloads import MOUNTAIN_MAX_POINTS as MAX_POINTS
-from ..native.workloads import MOUNTAIN_WORD as WORD
+from ..native.workloads import CACHE_LINE as LINE  # a cache line on x86-64 and most arm64 cores
+from ..native.workloads import MOUNTAIN_MAX_POINTS as MAX_POINTS  # one value per point
+from ..native.workloads import MOUNTAIN_WORD as WORD  # bytes per load
 from ..results.result import Claim
 from .common import SWEEP_FACTOR, caches, ratio_text, sweep_limits
 

@@ -219,7 +219,7 @@ def execute(path, events=None, sim=None):
     """Run a built cell's main() in this (worker) process. ``events`` are counted on this
     process (inherited by the cell's threads); ``sim`` (a simulator config) attaches the
     simulator instead."""
-    from ..native.workloads import _region_metrics
+    from ..native.workloads import region_metrics
     from ..sim import simulator as _sim
 
     cell = ffi.new("struct pl_cell *")
@@ -243,12 +243,7 @@ def execute(path, events=None, sim=None):
     used = cell.begun > 0 and cell.ended > 0
     region = cell.region if used else cell.whole
     status = group.status if group else []
-    metrics = _region_metrics(status, region, Facts.read() if group else None)
-    if simulator is not None:
-        metrics.update(
-            (r.name, r.to_dict())
-            for r in _sim.region_readings(simulator.config, region.begin.sim, region.end.sim)
-        )
+    metrics = region_metrics(status, region, Facts.read() if group else None, simulator)
     if group:
         group.close()
     notes = []

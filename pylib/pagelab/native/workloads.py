@@ -207,15 +207,13 @@ def _execute(w, params, group, sim):
         simulator.stats()  # MemoryError if the model could not grow: its counts are incomplete
     facts = Facts.read()
     status = group.status if group else []
-    regions = []
-    for r in out.region[0 : out.nregions]:
-        metrics = _region_metrics(status, r, facts)
-        if simulator is not None:
-            metrics.update(
-                (rd.name, rd.to_dict())
-                for rd in _sim.region_readings(simulator.config, r.begin.sim, r.end.sim)
-            )
-        regions.append({"label": ffi.string(r.label).decode(), "metrics": metrics})
+    regions = [
+        {
+            "label": ffi.string(r.label).decode(),
+            "metrics": region_metrics(status, r, facts, simulator),
+        }
+        for r in out.region[0 : out.nregions]
+    ]
     values_out = [
         {
             "label": ffi.string(v.label).decode(),
@@ -249,7 +247,11 @@ def _facts(out):
     return facts
 
 
-def _region_metrics(status, r, facts):
+def region_metrics(status, r, facts, simulator=None):
+    """The readings of one ``struct pl_region`` (a workload's, or a %%c cell's) as JSON-able
+    dicts by name: the counters of its group (``status``) with their rusage stand-ins, rusage,
+    the clock, and the simulator's counts when it ran under one."""
+
     def counts(snap):
         c = snap.counts
         return Counts(c.time_enabled, c.time_running, tuple(c.value[0 : len(status)]))
@@ -264,4 +266,8 @@ def _region_metrics(status, r, facts):
         r.end.clock.tv_nsec - r.begin.clock.tv_nsec
     ) / 1e9
     all_readings = counters + rusage_readings(usage) + [Reading("elapsed", elapsed, "clock", "s")]
+    if simulator is not None:
+        from ..sim.simulator import region_readings
+
+        all_readings += region_readings(simulator.config, r.begin.sim, r.end.sim)
     return {rd.name: rd.to_dict() for rd in all_readings}

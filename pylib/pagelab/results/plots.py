@@ -174,13 +174,6 @@ def _blocks(regions):
     return out
 
 
-def _human(n):
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if n < 1024 or unit == "EiB":
-            return f"{n:.4g} {unit}"
-        n /= 1024
-
-
 def memory_map(title, columns, colors, marks=None, source="/proc/PID/maps, rusage"):
     """Memory maps as stacked blocks, low addresses at the bottom (the textbook picture).
 
@@ -207,7 +200,7 @@ def memory_map(title, columns, colors, marks=None, source="/proc/PID/maps, rusag
                             x=col,
                             y=y + step / 2,
                             showarrow=False,
-                            text=f"{_human(start - prev_end)} unmapped",
+                            text=f"{format_size(start - prev_end)} unmapped",
                             font=dict(size=9, color="#777"),
                         )
                     )
@@ -218,7 +211,8 @@ def memory_map(title, columns, colors, marks=None, source="/proc/PID/maps, rusag
             t["y"].append(height)
             t["base"].append(y)
             t["hover"].append(
-                f"{kind}: {name}<br>{start:x}-{end:x} ({_human(end - start)})<br>source: {source}"
+                f"{kind}: {name}<br>{start:x}-{end:x} ({format_size(end - start)})<br>"
+                f"source: {source}"
             )
             if end - start > largest.get(kind, (0,))[0]:
                 largest[kind] = (end - start, name, start, y + height / 2)
