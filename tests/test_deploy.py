@@ -10,7 +10,7 @@ import yaml
 
 from helpers import ROOT, run
 from pagelab.counters.reasons import Facts, explain
-from pagelab.experiments import _common, latency
+from pagelab.experiments import common, latency
 from pagelab.experiments import runner as _run
 from pagelab.jupyter.lab import work_dir
 from pagelab.machine import environment as _environment
@@ -35,7 +35,7 @@ def default_need(name):
     (the largest size it would pick on a machine with a huge last-level cache)."""
     p = _workloads.validate(name, {})
     if name == "latency":
-        sweep = latency.sizes(p["min_kb"], _common.SWEEP_CAP_KB, p["points_per_octave"])
+        sweep = latency.sizes(p["min_kb"], common.SWEEP_CAP_KB, p["points_per_octave"])
         p = _workloads.validate(name, {"max_kb": sweep[: latency.MAX_SIZES][-1]})
     return _run._module(name).memory(p)[0]
 

@@ -17,7 +17,7 @@ import pagelab
 from described import hosts, size_bytes, write_tree
 from helpers import ROOT, TIMED, json_document, run
 from pagelab.cli.junit import nbval_outcomes
-from pagelab.experiments import _common
+from pagelab.experiments import common
 from pagelab.machine import caches as _caches
 
 HOSTS = hosts()
@@ -77,8 +77,8 @@ def check(doc, fields, allow_not_run=()):
     l1d = sizes.get(1, 32 << 10)
     assert by["cache"]["params"]["lines"] == min(512, l1d // 64)
     # the automatic sweeps stop at the cap however large the caches are
-    assert by["latency"]["params"]["max_kb"] <= _common.SWEEP_CAP_KB
-    assert by["mountain"]["params"]["max_kb"] <= _common.SWEEP_CAP_KB
+    assert by["latency"]["params"]["max_kb"] <= common.SWEEP_CAP_KB
+    assert by["mountain"]["params"]["max_kb"] <= common.SWEEP_CAP_KB
     # a level the host does not report is not evaluated, and says so
     knees = {c["id"]: c for c in by["latency"]["claims"]}
     for level, name in _caches.STANDARD.items():

@@ -9,7 +9,7 @@ import pagelab
 from described import write_tree
 from helpers import CFLAGS, ROOT, fd_count, run_blocked
 from pagelab.core.reading import Reading
-from pagelab.experiments import _hw_or_sim, cache
+from pagelab.experiments import cache, hw_or_sim
 from pagelab.machine import caches as _caches
 from pagelab.results.result import Measured
 
@@ -99,7 +99,7 @@ def test_a_run_leaves_no_descriptor_behind():
 def _model(source_of_counts):
     """Measurements shaped like a real run, counts from a simple model of the write-up's pattern."""
     counts = {"sequential": (7168 * 256, 448 * 256, 0), "random": (7168 * 256, 449 * 256, 1700)}
-    measured, sim = [], _hw_or_sim.Simulated()
+    measured, sim = [], hw_or_sim.Simulated()
     for label, values in counts.items():
         m = Measured(label)
         for name, v in zip(cache.COUNTS, values):
@@ -116,10 +116,10 @@ def _model(source_of_counts):
 def test_claim_functions_evaluate_from_either_source(source):
     """The same claim code holds on hw counts and on simulated ones, and names the source."""
     measured, sim = _model(source)
-    _hw_or_sim.attach(measured, sim, cache.COUNTS)
+    hw_or_sim.attach(measured, sim, cache.COUNTS)
     for m in measured:
         m.add(
-            _hw_or_sim.ratio("l1_load_miss_rate", m["L1-dcache-load-misses"], m["L1-dcache-loads"])
+            hw_or_sim.ratio("l1_load_miss_rate", m["L1-dcache-load-misses"], m["L1-dcache-loads"])
         )
     by = {m.label: m for m in measured}
     p = {"passes": 16, "lines": 512}
@@ -135,7 +135,7 @@ def test_hw_is_preferred_and_sources_never_mix():
     m = Measured("x")
     m.add(hw)
     m.add(loads_missing)
-    sim = _hw_or_sim.Simulated(
+    sim = hw_or_sim.Simulated(
         {
             "x": {
                 "L1-dcache-load-misses": Reading("L1-dcache-load-misses", 20, "sim"),
@@ -143,12 +143,12 @@ def test_hw_is_preferred_and_sources_never_mix():
             }
         }
     )
-    _hw_or_sim.attach([m], sim, cache.COUNTS)
+    hw_or_sim.attach([m], sim, cache.COUNTS)
     assert m["L1-dcache-load-misses"].best == 10 and m["L1-dcache-load-misses (sim)"].value == 20
     assert m["L1-dcache-loads"].best == 100 and m["L1-dcache-loads"].best_source == "sim"
-    rate = _hw_or_sim.ratio("rate", m["L1-dcache-load-misses"], m["L1-dcache-loads"])
+    rate = hw_or_sim.ratio("rate", m["L1-dcache-load-misses"], m["L1-dcache-loads"])
     assert rate.value is None  # 10 (hw) / 100 (sim) would be a mixed ratio
-    assert _hw_or_sim.same_source(m["L1-dcache-load-misses"], m["L1-dcache-loads"]) is None
+    assert hw_or_sim.same_source(m["L1-dcache-load-misses"], m["L1-dcache-loads"]) is None
 
 
 # ---- bad input, the blocked profile, the sim-mode build ----

@@ -6,7 +6,7 @@ import pytest
 
 import pagelab
 from helpers import run_blocked
-from pagelab.experiments import _common, latency
+from pagelab.experiments import common, latency
 from pagelab.machine import caches as _caches
 from pagelab.machine import environment as env
 
@@ -14,7 +14,7 @@ QUICK = {"loads": 4000, "repeats": 3}  # fast sweeps where no timing is judged
 
 
 def l1d():
-    return next((size for name, size in _common.caches() if name == "L1d"), None)
+    return next((size for name, size in common.caches() if name == "L1d"), None)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_default_run_shows_the_hierarchy(default):
     plateaus = default.claim("latency-plateaus")
     assert plateaus.holds is not None and "plateaus: " in plateaus.evidence, plateaus
     knees = {c.id: c for c in default.claims if c.id.startswith("latency-knee-")}
-    reported = {f"latency-knee-{name.lower()}" for name, _ in _common.caches()}
+    reported = {f"latency-knee-{name.lower()}" for name, _ in common.caches()}
     assert set(knees) == reported | {"latency-knee-l1d", "latency-knee-l2", "latency-knee-l3"}
     for cid, k in knees.items():
         if cid not in reported:
@@ -78,12 +78,13 @@ def test_default_run_shows_the_hierarchy(default):
 def test_auto_max_is_four_times_the_largest_cache(default):
     """max_kb=0 resolves to 4x the largest reported cache, within the sweep's cap and the
     budget, shown in params."""
-    caches = _common.caches()
-    largest = caches[-1][1] if caches else _common.ASSUMED_LLC
-    top = min(4 * largest // 1024, _common.SWEEP_CAP_KB, env.memory_budget()["bytes"] // 1024)
+    caches = common.caches()
+    largest = caches[-1][1] if caches else common.ASSUMED_LLC
+    top = min(4 * largest // 1024, common.SWEEP_CAP_KB, env.memory_budget()["bytes"] // 1024)
     want = latency.sizes(4, top, 4)[: latency.MAX_SIZES][-1]
     assert default.params["max_kb"] == want
-    assert latency.memory({**default.params, "max_kb": 0})[0] == want * 1024
+    auto = latency.resolve({**default.params, "max_kb": 0}, env.memory_budget())
+    assert latency.memory(auto)[0] == want * 1024
 
 
 def test_huge_pages_and_noise_are_reported(default):

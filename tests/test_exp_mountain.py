@@ -3,7 +3,7 @@
 import pytest
 
 import pagelab
-from pagelab.experiments import _common, mountain
+from pagelab.experiments import common, mountain
 
 QUICK = {"min_kb": 16, "max_kb": 256, "max_stride": 4, "loads": 2000, "repeats": 1}
 
@@ -69,7 +69,7 @@ def test_default_run_is_judged_and_plotted():
     """Defaults reach 4x the LLC (where the budget allows): both claims are judged with clock
     evidence, and the figure is a surface whose throughput axis starts at zero."""
     r = pagelab.run("mountain", progress=None, loads=20000, repeats=1)
-    caches = _common.caches()
+    caches = common.caches()
     if not caches or r.params["max_kb"] * 1024 < 4 * caches[-1][1]:
         pytest.skip("the budget or sysfs keeps the default sweep below 4x the LLC here")
     for c in r.claims:

@@ -5,7 +5,7 @@ same text everywhere) and unchecked cells (verdicts with their reasons) rest on.
 import pytest
 
 from helpers import TIMED, json_document, run, run_as_nobody
-from pagelab.experiments import _common
+from pagelab.experiments import common
 from pagelab.machine import environment as env
 from pagelab.native import scratch as _scratch
 
@@ -35,7 +35,7 @@ DISK = {  # need a disk-backed scratch file: on a memory filesystem they say so
 def _args(experiment):
     params = dict(RUNS[experiment])
     if experiment == "latency":
-        l1d = next((size for name, size in _common.caches() if name == "L1d"), 32 << 10)
+        l1d = next((size for name, size in common.caches() if name == "L1d"), 32 << 10)
         params["max_kb"] = 8 * l1d // 1024
     sim = ["--sim"] if params.pop("sim", False) else []
     sets = [a for k, v in params.items() for a in ("--set", f"{k}={v}")]
@@ -58,7 +58,7 @@ def expected(claim_id, profile):
     if claim_id in DISK and not _scratch.choose(8 << 20, "mmap-modes").disk_backed:
         return "tmpfs"
     if claim_id.startswith("latency-knee-"):  # 8x L1d brackets the L1d only
-        reported = {f"latency-knee-{name.lower()}" for name, _ in _common.caches()}
+        reported = {f"latency-knee-{name.lower()}" for name, _ in common.caches()}
         if claim_id not in reported:
             return "reports no"
         return "judged" if claim_id == "latency-knee-l1d" else "does not reach"

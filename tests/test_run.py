@@ -100,3 +100,28 @@ def test_cli_run_json_follows_the_contract(pagelab_cmd):
             assert metric["source"] in ("hw", "sw", "rusage", "sim", "clock"), (m["label"], name)
     for c in doc["claims"]:
         assert set(c) >= {"id", "text", "holds", "evidence"}
+
+
+def test_parameters_and_the_simulator_are_decided_once_before_anything_runs(monkeypatch):
+    """A run reads the memory budget once, resolves its automatic parameters against that one
+    reading, and builds and checks the simulated run's configuration in the parent: a
+    configuration the model cannot take is BadInput before any worker starts."""
+    from pagelab.experiments import latency
+    from pagelab.experiments import runner as _run
+    from pagelab.native import worker as _worker
+
+    reads = []
+    real = env.memory_budget
+    monkeypatch.setattr(env, "memory_budget", lambda *a, **k: reads.append(1) or real(*a, **k))
+    ctx = _run._context("latency", True, None, None, {"max_kb": 0})
+    assert len(reads) == 1 and ctx.given["max_kb"] == 0 and ctx.params["max_kb"] > 0
+    assert ctx.sim["levels"]["L1D"]["size"] > 0 and ctx.sim["classify"] == "l1"
+
+    def no_worker(*args, **kwargs):
+        raise AssertionError("a worker started")
+
+    monkeypatch.setattr(_worker, "call", no_worker)
+    monkeypatch.setattr(_worker, "Job", no_worker)
+    monkeypatch.setattr(latency, "simulation", lambda p: ({"l1": "48K:7:64"}, {}))
+    with pytest.raises(pagelab.BadInput, match="768 lines do not divide into 7 ways"):
+        pagelab.run("latency", sim=True, max_kb=64, progress=None)

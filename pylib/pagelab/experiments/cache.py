@@ -40,15 +40,14 @@ def _l1d():
     return size, f"L1d {format_size(size)} (assumed: this machine reports none)"
 
 
-def _resolve(p):
+def resolve(p, budget):
     """lines as given, or (0) auto: the L1D in 64-byte lines, at most the write-up's 512."""
     if p["lines"]:
-        return p
+        return dict(p)
     return {**p, "lines": min(WRITEUP_LINES, _l1d()[0] // CACHE_LINE)}
 
 
 def memory(p):
-    p = _resolve(p)
     if p["lines"] * CACHE_LINE > p["size_mb"] * MIB:
         raise BadInput(
             f"cache: a working set of {p['lines']} lines ({p['lines'] * CACHE_LINE:,} bytes) "
@@ -59,12 +58,11 @@ def memory(p):
 
 
 def simulation(p):
-    """The simulated run: the simulator's defaults, the same (resolved) parameters."""
-    return {}, _resolve(p)
+    """The simulated run: the simulator's defaults, the same parameters."""
+    return {}, {}
 
 
 def run(ctx):
-    ctx.params.update(_resolve(ctx.params))  # the result shows the lines that ran
     p = ctx.params
     measured, _ = ctx.workload(EVENTS)
     sim = simulated(ctx)

@@ -5,7 +5,6 @@ import statistics
 from ..core.numbers import format_size
 from ..core.reading import Reading
 from ..machine import caches as _caches
-from ..machine import environment as env
 from ..native.workloads import HUGE_PAGE, PAGE  # noqa: F401 (shared by the experiment modules)
 from ..sim.config import assumed_levels
 
@@ -25,14 +24,14 @@ def caches():
     return [(c.name, c.size) for c in _caches.data_caches()]
 
 
-def sweep_limits():
+def sweep_limits(budget):
     """(want, cap, why) in KiB for an automatic sweep (latency, mountain): it wants to reach
-    SWEEP_FACTOR x the largest cache, may not pass cap (SWEEP_CAP_KB, the memory budget), and
-    ``why`` is the sentence a claim quotes when want is beyond cap (else None)."""
+    SWEEP_FACTOR x the largest cache, may not pass cap (SWEEP_CAP_KB, the memory ``budget``
+    in bytes or None), and ``why`` is the sentence a claim quotes when want is beyond cap (else
+    None)."""
     found = caches()
     largest = found[-1][1] if found else ASSUMED_LLC  # what the simulator assumes then
     want = SWEEP_FACTOR * largest // 1024
-    budget = env.memory_budget()["bytes"]
     limits = [(SWEEP_CAP_KB, f"an automatic sweep stops at {format_size(SWEEP_CAP_KB << 10)}")]
     if budget is not None:
         limits.append((budget // 1024, f"the memory budget is {format_size(budget)}"))

@@ -52,20 +52,21 @@ SUMMARY = (
 )
 
 
-def _max_kb(p):
+def _max_kb(p, budget):
     """max_kb as given, or (0) auto: what the automatic sweep wants within its cap
-    (_common.sweep_limits), and within MAX_SIZES sizes."""
+    (common.sweep_limits), and within MAX_SIZES sizes."""
     if p["max_kb"]:
         return p["max_kb"]
-    want, cap, _ = sweep_limits()
+    want, cap, _ = sweep_limits(budget["bytes"])
     kb = min(want, cap)
     if kb < p["min_kb"]:
-        return kb  # _resolve says so
+        return kb  # resolve says so
     return sizes(p["min_kb"], kb, p["points_per_octave"])[:MAX_SIZES][-1]
 
 
-def _resolve(p):
-    max_kb = _max_kb(p)
+def resolve(p, budget):
+    """The parameters with max_kb resolved (the result shows the max_kb that ran)."""
+    max_kb = _max_kb(p, budget)
     if p["min_kb"] > max_kb:
         raise BadInput(f"latency: min_kb ({p['min_kb']}) must not exceed max_kb ({max_kb})")
     n = len(sizes(p["min_kb"], max_kb, p["points_per_octave"]))
@@ -85,7 +86,7 @@ def _buffer_bytes(p):
 
 
 def memory(p):
-    size = _buffer_bytes(_resolve(p))
+    size = _buffer_bytes(p)
     return size, size + HUGE_PAGE  # + room to align the mapping to a huge page
 
 
@@ -93,13 +94,13 @@ def simulation(p):
     """The simulated run: the sizes the native run sweeps, one repetition; the model translates
     with the page size the chase really uses (the note says how much of the buffer the kernel
     gave as huge pages)."""
-    return {"page": "2m" if p["pages"] == PAGES_HUGE else "4k"}, {**_resolve(p), **SIM_OVERRIDES}
+    return {"page": "2m" if p["pages"] == PAGES_HUGE else "4k"}, SIM_OVERRIDES
 
 
 def run(ctx):
-    limit = sweep_limits()[2] if ctx.params["max_kb"] == 0 else None  # what cut an auto sweep short
-    ctx.params.update(_resolve(ctx.params))  # the result shows the max_kb that ran
     p = ctx.params
+    # what cut an automatic sweep short, if anything
+    limit = sweep_limits(ctx.budget["bytes"])[2] if ctx.given["max_kb"] == 0 else None
     measured, _ = ctx.workload(EVENTS)
     sim = simulated(ctx)
     attach(measured, sim, COUNTS)

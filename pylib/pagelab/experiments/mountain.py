@@ -32,18 +32,19 @@ def sizes(min_kb, max_kb):
     return out
 
 
-def _auto_max_kb(min_kb):
+def _auto_max_kb(min_kb, budget):
     """min_kb doubled until it reaches what the automatic sweep wants, within its cap
-    (_common.sweep_limits)."""
-    want, cap, _ = sweep_limits()
+    (common.sweep_limits)."""
+    want, cap, _ = sweep_limits(budget["bytes"])
     kb = min_kb
     while kb < want and kb * 2 <= cap:
         kb *= 2
     return kb
 
 
-def _resolve(p):
-    max_kb = p["max_kb"] or _auto_max_kb(p["min_kb"])
+def resolve(p, budget):
+    """The parameters with max_kb resolved (the result shows the max_kb that ran)."""
+    max_kb = p["max_kb"] or _auto_max_kb(p["min_kb"], budget)
     if p["min_kb"] > max_kb:
         raise BadInput(f"mountain: min_kb ({p['min_kb']}) must not exceed max_kb ({max_kb})")
     points = len(sizes(p["min_kb"], max_kb)) * p["max_stride"]
@@ -56,13 +57,13 @@ def _resolve(p):
 
 
 def memory(p):
-    size = _resolve(p)["max_kb"] * 1024
+    size = p["max_kb"] * 1024
     return size, size
 
 
 def run(ctx):
-    limit = sweep_limits()[2] if ctx.params["max_kb"] == 0 else None  # what cut an auto sweep short
-    ctx.params.update(_resolve(ctx.params))  # the result shows the max_kb that ran
+    # what cut an automatic sweep short, if anything
+    limit = sweep_limits(ctx.budget["bytes"])[2] if ctx.given["max_kb"] == 0 else None
     measured, _ = ctx.workload()
     grid = surface(measured)
     found = caches()

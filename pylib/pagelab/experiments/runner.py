@@ -3,7 +3,7 @@
 import importlib
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..core import progress as _progress
 from ..core.errors import BadInput, BudgetExceeded
@@ -14,7 +14,7 @@ from ..machine import environment as env
 from ..native import worker as _worker
 from ..native import workloads as _workloads
 from ..results.result import Measured, Result
-from ..sim.config import ASSUMED
+from ..sim.config import ASSUMED, make_config
 
 MIB = 1 << 20
 WORKLOAD = "pagelab.native.workloads:execute"  # the worker task that runs a C workload
@@ -31,15 +31,18 @@ def _module(name):
 
 @dataclass
 class Context:
-    """What an experiment module's run() gets: validated parameters and ways to run workers."""
+    """What an experiment module's run() gets: parameters resolved once, the simulator's
+    configuration built and checked once (before anything ran), and ways to run workers."""
 
     name: str
-    params: dict  # name -> int, validated against the C table
-    sim: bool
+    params: dict  # name -> int: validated against the C table, automatic values resolved
+    given: dict  # the parameters as given (validated, with 0 where "automatic" was asked for)
+    budget: dict  # the memory budget, read once (environment.memory_budget)
+    sim: dict | None  # the simulated run's SimConfig.to_dict(), or None: no simulated run
     timeout: float
     progress: object
     address_space: int
-    module: object  # the experiment's module: memory(), run(), simulation()
+    module: object  # the experiment's module: memory(), run(), simulation(), resolve()
     environment: dict = field(default_factory=environment)
     handle: "RunHandle | None" = None  # set when the run is in the background (start())
     ahead: tuple | None = None  # (worker args, Job): its simulated run, started by run_all
@@ -66,8 +69,8 @@ class Context:
         return measurements(raw), raw
 
     def _simulation(self):
-        config, overrides = self.module.simulation(self.params)
-        return self._request(None, config, f"{self.name} (simulated)", None, overrides)
+        overrides = self.module.simulation(self.params)[1]
+        return self._request(None, self.sim, f"{self.name} (simulated)", None, overrides)
 
     def _call(self, args, kwargs):
         if self.handle is None:
@@ -143,8 +146,7 @@ def assumed_notes(sim_config):
     ]
 
 
-def check_budget(name, resident):
-    budget = env.memory_budget()
+def check_budget(name, resident, budget):
     if budget["bytes"] is not None and resident > budget["bytes"]:
         raise BudgetExceeded(
             f"{name} needs {format_size(resident)} but this machine's memory budget is "
@@ -154,19 +156,38 @@ def check_budget(name, resident):
 
 
 def _context(name, sim, timeout, progress, params):
-    """Validate and check the budget (BadInput / BudgetExceeded before anything runs)."""
+    """Everything decided before anything runs, each once: the parameters validated and their
+    automatic values resolved against one reading of the memory budget, the budget checked,
+    and the simulator's configuration built and checked (BadInput / BudgetExceeded here)."""
     if sim not in (None, True, False):
         raise BadInput(f"sim must be True, False or None, not {quote(sim)}")
     _progress.check(progress)
     if timeout is not None:
         _worker.check_timeout(timeout)
-    p = _workloads.validate(name, params)
+    given = _workloads.validate(name, params)
     mod = _module(name)
+    budget = env.memory_budget()
+    resolve = getattr(mod, "resolve", None)
+    p = resolve(given, budget) if resolve else dict(given)
     resident, address_space = mod.memory(p)
-    check_budget(name, resident)
+    check_budget(name, resident, budget)
+    has_sim = _workloads.workload(name).has_sim
     if sim is None:
-        sim = _workloads.workload(name).has_sim and profile() != "full"
-    return Context(name, p, bool(sim), timeout or mod.TIMEOUT, progress, address_space, mod)
+        sim = has_sim and profile() != "full"
+    config = _sim_config(mod.simulation(p)[0]) if sim and has_sim else None
+    timeout = timeout or mod.TIMEOUT
+    return Context(name, p, given, budget, config, timeout, progress, address_space, mod)
+
+
+def _sim_config(spec):
+    """The simulated run's configuration (SimConfig.to_dict) for a module's spec: this
+    machine's geometry with its overrides, checked here; the experiments report the first
+    level's miss classes only, so the other levels are not classified (a hash lookup per
+    access that nobody reads)."""
+    config = make_config(spec)
+    if config.classify is True:
+        config = replace(config, classify="l1")
+    return config.to_dict()
 
 
 def run(name, *, sim=None, timeout=None, progress=True, watch=None, **params):

@@ -1,7 +1,7 @@
 """The C workload table: parameters, validation, and running a workload inside a worker."""
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .._native import ffi, lib
 from ..core.errors import BadInput
@@ -155,7 +155,7 @@ def execute(name, params, events=None, sim=None, cwd=None):
     """Run workload ``name`` in this (worker) process and return its results as JSON-able data.
 
     ``events`` are opened as one group on this process (inherited by the workload's threads);
-    whatever cannot open is reported with its reason. ``sim`` (a simulator config) runs the
+    whatever cannot open is reported with its reason. ``sim`` (a SimConfig.to_dict()) runs the
     -DPL_SIM build of the workload instead, with every access fed to the simulator. ``cwd`` is
     the scratch directory (pagelab.native.scratch) for workloads that make a file there.
     """
@@ -188,14 +188,9 @@ def _execute(w, params, group, sim):
             raise BadInput(f"{name} has no simulated variant")
         # the model loads only in workers that simulate: a native run's worker starts lighter
         from ..sim import simulator as _sim
-        from ..sim.config import make_config
+        from ..sim.config import SimConfig
 
-        config = make_config(sim)
-        if config.classify is True:
-            # the experiments report the first level's classes only: the others would cost
-            # a hash lookup per access and never be read
-            config = replace(config, classify="l1")
-        simulator = _sim.Simulator(config)
+        simulator = _sim.Simulator(SimConfig.from_dict(sim))
         ctx.sim = simulator._sim
         rc = entry.run_sim(ctx)
     else:

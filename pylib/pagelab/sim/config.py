@@ -105,6 +105,7 @@ class SimConfig:
         return [(TLB_NAMES[k], getattr(self, k)) for k in TLB_KEYS if getattr(self, k)]
 
     def to_dict(self):
+        """Everything, as JSON (and as a worker request: from_dict gives it back whole)."""
         return {
             "levels": {name: g.to_dict() for name, g in self.levels},
             "tlbs": {name: g.to_dict() for name, g in self.tlbs},
@@ -115,6 +116,21 @@ class SimConfig:
             "inclusion": "non-inclusive",
             "write": "write-allocate",
         }
+
+    @classmethod
+    def from_dict(cls, d):
+        """The SimConfig whose to_dict() is ``d``, origins included (no machine is read)."""
+        keys = {**{v: k for k, v in LEVEL_NAMES.items()}, **{v: k for k, v in TLB_NAMES.items()}}
+        parts = {
+            keys[n]: CacheGeometry(g["size"], g["ways"], g["line"], g["origin"])
+            for n, g in d["levels"].items()
+        }
+        parts |= {
+            keys[n]: TLBGeometry(g["entries"], g["ways"], g["origin"]) for n, g in d["tlbs"].items()
+        }
+        return cls(
+            **parts, page=d["page"], policy=d["policy"], seed=d["seed"], classify=d["classify"]
+        )
 
     def check(self):
         """Raise BadInput, with one line saying what is impossible, unless the C model can run
