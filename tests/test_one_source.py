@@ -112,3 +112,83 @@ def test_a_text_fact_is_whole_or_absent():
     lib.pl_out_text(out, b"l", b"small", b"%s", ffi.new("char[]", b"fits"))
     lib.pl_out_number(out, b"l", b"n", ffi.cast("uint64_t", 1 << 63))
     assert _workloads._facts(out) == {"l": {"small": "fits", "n": 1 << 63}}
+
+
+GENERIC = {"pl", "sim", "max", "min", "default", "num", "n"}  # name words too common to match on
+
+
+def _words(name):
+    return {w for w in name.lower().split("_") if w and w not in GENERIC}
+
+
+def _c_constants():
+    """{macro: value} of every numeric #define in csrc (headers and sources alike)."""
+    found = {}
+    define = re.compile(r"^#define\s+([A-Z][A-Z0-9_]*)\s+([^/\n]+?)\s*(?:/\*.*)?$", re.M)
+    for path in (ROOT / "csrc").rglob("*.[ch]"):
+        for name, text in define.findall(path.read_text()):
+            expr = re.sub(r"(?<=[0-9a-fA-F])[uUlL]+\b", "", text)  # 4096u, 1ull: suffixes
+            if not re.fullmatch(r"[0-9a-fA-Fx()<>+*\s]+", expr) or (
+                not expr[0].isdigit() and expr[0] != "("
+            ):
+                continue
+            try:
+                found[name] = int(eval(expr, {"__builtins__": {}}))  # digits and operators only
+            except Exception:
+                continue
+    return found
+
+
+def _python_literals(path):
+    """(name, value) for every top-level NAME = <number or container of numbers> in a module."""
+    import ast
+
+    def numbers(node):
+        try:
+            value = ast.literal_eval(node)
+        except ValueError:
+            try:
+                value = eval(compile(ast.Expression(node), "<expr>", "eval"), {"__builtins__": {}})
+            except Exception:
+                return []
+        if isinstance(value, dict):
+            value = list(value.values())
+        values = value if isinstance(value, (tuple, list)) else [value]
+        return [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 1]
+
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id.lstrip("_").isupper():
+                for v in numbers(node.value):
+                    yield target.id, v
+
+
+def test_no_python_constant_repeats_a_c_constant():
+    """No Python constant holds the value of a C macro of the same meaning (a name word in
+    common): such a fact is read from C through the cdef instead. This is what caught a Python
+    MAX_LINE beside sim.c's, and PAGE_SIZES beside pl_sim.h's page sizes."""
+    c = _c_constants()
+    copies = [
+        f"{p.relative_to(ROOT)}: {name} = {v} repeats C's {macro}"
+        for p in (ROOT / "pylib/pagelab").rglob("*.py")
+        for name, v in _python_literals(p)
+        for macro, cv in c.items()
+        if cv == v and _words(name) & _words(macro)
+    ]
+    assert copies == []
+
+
+def test_the_copy_check_sees_a_copy(tmp_path):
+    """The two copies the layout issue found would fail the check above."""
+    (tmp_path / "m.py").write_text('MAX_LINE = 1 << 30\nPAGE_SIZES = {"4k": 4096, "2m": 2 << 20}\n')
+    got = dict(_python_literals(tmp_path / "m.py"))
+    c = {"MAX_LINE": 1 << 30, "PL_SIM_PAGE_4K": 4096}
+    assert got == {"MAX_LINE": 1 << 30, "PAGE_SIZES": 2 << 20}
+    pairs = {
+        (n, m)
+        for n, v in _python_literals(tmp_path / "m.py")
+        for m, cv in c.items()
+        if v == cv and _words(n) & _words(m)
+    }
+    assert pairs == {("MAX_LINE", "MAX_LINE"), ("PAGE_SIZES", "PL_SIM_PAGE_4K")}
