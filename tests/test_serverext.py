@@ -144,7 +144,9 @@ def _touch_in_a_real_kernel(server):
     kid = _start(server, "python3")
     client = BlockingKernelClient(connection_file=str(server.runtime_dir / f"kernel-{kid}.json"))
     client.load_connection_file()
-    client.start_channels()
+    # no heartbeat channel: its first ping gives up after 1 s, and a kernel that starts slower
+    # than that (a loaded machine) would count as dead; wait_for_ready waits for kernel_info
+    client.start_channels(hb=False)
     try:
         client.wait_for_ready(timeout=120)
         has = lambda d: (k := _kernel(d, kid)) is not None and k["samples"]  # noqa: E731
