@@ -433,6 +433,7 @@ class _Bench:
         classification, as the experiments run it) against cachegrind running the same C built
         standalone -O2 (the fidelity harness): CPU time of each run, in turn."""
         from . import _workloads
+        from .experiments.cache import WRITEUP_LINES
 
         meaning = (
             f"CPU time of cachegrind (D1 {':'.join(map(str, D1))}) running the cache workload "
@@ -442,7 +443,8 @@ class _Bench:
         exe, why = self.harness()
         if exe is None:
             return {"sim.vs_cachegrind.speedup": _unavailable("x", meaning, why)}
-        p = _workloads.validate("cache", {})
+        # the write-up's working sets, whatever this machine's L1D (0 would leave them to it)
+        p = _workloads.validate("cache", {"lines": WRITEUP_LINES})
         sim = {"l1": D1, "l2": None, "llc": None, "stlb": None}  # and the machine's DTLB
         out = self.tmp / "cachegrind-cache.out"
         cg = self._cachegrind([str(exe), "cache", *map(str, p.values())], out)
