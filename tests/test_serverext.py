@@ -318,7 +318,9 @@ def _client(server, kid):
     """A client of kernel ``kid`` once it answers."""
     client = BlockingKernelClient(connection_file=str(server.runtime_dir / f"kernel-{kid}.json"))
     client.load_connection_file()
-    client.start_channels()
+    # no heartbeat channel: its first ping gives up after 1 s, and a kernel that starts slower
+    # than that (a loaded machine) would count as dead; wait_for_ready waits for kernel_info
+    client.start_channels(hb=False)
     client.wait_for_ready(timeout=120)
     return client
 
