@@ -142,3 +142,13 @@ def test_no_shim_is_left_at_an_old_name():
     old = {p.stem for p in PACKAGE.glob("_*.py")} - FACE
     assert not old, old
     assert [p.name for p in (PACKAGE / "experiments").glob("_*.py")] == ["__init__.py"]
+
+
+def test_every_module_imports():
+    """Every module of the package imports (a relative import the move left pointing at a
+    layer's own folder would fail here, not in the one test that happens to use it)."""
+    import importlib
+
+    for name in sorted(modules()):
+        if not name.endswith("__main__"):
+            importlib.import_module(name)
