@@ -310,7 +310,7 @@ class ClassReport:
                 col=1,
             )
         fig.update_yaxes(type="log", title_text="x class median", row=2, col=1)
-        fig.update_layout(template="plotly_white", height=900, title="class results")
+        fig.update_layout(height=900, title="class results")
         return fig
 
     def write_pyperf(self, directory):
