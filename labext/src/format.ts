@@ -10,6 +10,14 @@ export function isLevel(unit: string): boolean {
   return unit === "KiB";
 }
 
+/** The smallest top a chart's axis gets, so that an idle counter's axis still reads in whole
+ * units: 1 per second, 1% of a CPU, 1 MiB. */
+export function smallestTop(unit: string): number {
+  if (unit === "ns") return 1e7;
+  if (unit === "s") return 0.01;
+  return unit === "KiB" ? 1024 : 1;
+}
+
 /** A counter's total: "1,234,567", or seconds/bytes with their unit; "n/a" when unknown. */
 export function formatTotal(value: number | null, unit: string): string {
   if (value === null || !Number.isFinite(value)) return "n/a";

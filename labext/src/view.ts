@@ -5,7 +5,7 @@
 // style (labext/style/index.css), in JupyterLab's theme variables.
 
 import { chartPoints, niceMax } from "./chart";
-import { formatLevel, formatRate, formatTotal, isLevel } from "./format";
+import { formatLevel, formatRate, formatTotal, isLevel, smallestTop } from "./format";
 import { History, WINDOW_S } from "./history";
 import { plain, type Trans } from "./i18n";
 import type { CounterInfo, SampleBatch } from "./protocol";
@@ -221,7 +221,7 @@ export class LiveView {
         row.total.textContent = formatLevel(h.total, unit);
       }
       if (!row.line) continue;
-      const top = niceMax(h.points.length ? Math.max(...h.points) : 0, h.level);
+      const top = niceMax(Math.max(smallestTop(unit), ...h.points), h.level);
       row.ticks[0].textContent = this.value(row, top);
       row.ticks[1].textContent = this.value(row, top / 2);
       const now = h.now ?? 0;

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { formatKiB, formatLevel, formatRate, formatTotal, isLevel } from "../src/format";
+import {
+  formatKiB,
+  formatLevel,
+  formatRate,
+  formatTotal,
+  isLevel,
+  smallestTop,
+} from "../src/format";
 
 describe("formatTotal", () => {
   it("prints counts exactly with thousands separators", () => {
@@ -45,6 +52,11 @@ describe("levels", () => {
     expect(isLevel("KiB")).toBe(true);
     expect(isLevel("")).toBe(false);
     expect(isLevel("ns")).toBe(false);
+  });
+  it("give an idle counter's axis a top in whole units", () => {
+    expect(formatRate(smallestTop(""))).toBe("1/s");
+    expect(formatRate(smallestTop("ns"), "ns")).toBe("1% CPU");
+    expect(formatLevel(smallestTop("KiB"), "KiB")).toBe("1 MiB");
   });
   it("print in binary units", () => {
     expect(formatLevel(131_072, "KiB")).toBe("128 MiB");
