@@ -36,7 +36,7 @@ def _front_end():
 
 
 class LiveCounters(anywidget.AnyWidget):
-    """Live totals, rates and sparklines of counters for this kernel, a pid or a run handle::
+    """Live rates, totals and charts of counters for this kernel, a pid or a run handle::
 
         w = pagelab.LiveCounters(["page-faults", "context-switches"], interval_ms=50)
         w                       # shows the widget; w.stop(), w.reset(), w.start(), w.close()
