@@ -16,7 +16,7 @@ INSTALL_INPUTS := pyproject.toml setup.py labext/package.json pylib/pagelab/_ffi
 # only when missing and only when running as root.
 SYSTEM_DEPS := valgrind:valgrind perf:linux-perf strace:strace chromium:chromium node:nodejs npm:npm
 # The LiveCounters front end: TypeScript in labext/src bundled into one ESM file that the Python
-# widget loads (package data; users of the wheel need no Node).
+# widget loads, beside its style sheet (package data; users of the wheel need no Node).
 FRONT_END := pylib/pagelab/jupyter/static/livecounters.js
 NODE_MODULES := labext/node_modules/.package-lock.json
 # The JupyterLab extension (kernel panel, status-bar item), prebuilt by @jupyterlab/builder into
@@ -42,11 +42,11 @@ $(STAMP): $(INSTALL_INPUTS)
 $(NODE_MODULES): labext/package.json labext/package-lock.json
 	cd labext && npm ci --no-audit --no-fund --loglevel=error
 
-$(FRONT_END): $(NODE_MODULES) $(wildcard labext/src/*.ts)
+$(FRONT_END): $(NODE_MODULES) $(wildcard labext/src/*.ts) labext/style/index.css
 	cd labext && npm run --silent build
 
-$(LABEXTENSION): $(NODE_MODULES) $(wildcard labext/src/*.ts) labext/schema/plugin.json \
-		labext/install.json
+$(LABEXTENSION): $(NODE_MODULES) $(wildcard labext/src/*.ts) labext/style/index.css \
+		labext/schema/plugin.json labext/install.json
 	cd labext && npm run --silent build:lab
 
 $(DEV_LABEXT): | $(STAMP)

@@ -4,6 +4,7 @@ downloaded; a notebook whose one cell shows LiveCounters watching a pid."""
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -78,12 +79,22 @@ def run_first_cell(page, server, path):
     page.keyboard.press("Shift+Enter")
 
 
-def live_cell(pid, interval_ms=33):
+def set_theme(page, theme):
+    """Choose ``theme`` ("JupyterLab Light", "JupyterLab Dark") in JupyterLab's Settings >
+    Theme menu, as a user does, and wait until the page wears it."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()
+    page.locator(".lm-Menu-item", has_text=re.compile(r"^Theme$")).hover()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{theme}$")).click()
+    page.wait_for_function(
+        "name => document.body.dataset.jpThemeName === name", arg=theme, timeout=60_000
+    )
+
+
+def live_cell(pid, interval_ms=33, events=("page-faults", "context-switches")):
     """A cell showing LiveCounters on ``pid``."""
     return (
         "import pagelab\n"
-        f"w = pagelab.LiveCounters(['page-faults', 'context-switches'], target={pid},"
-        f" interval_ms={interval_ms})\n"
+        f"w = pagelab.LiveCounters({list(events)!r}, target={pid}, interval_ms={interval_ms})\n"
         "w"
     )
 

@@ -1,6 +1,7 @@
 """Figures display as plotly's mimetype bundle, with HTML beside it, without loading plotly's
 renderer registry; the HTML loads plotly.js from the CDN or carries it once per notebook
-(PAGELAB_PLOTLYJS)."""
+(PAGELAB_PLOTLYJS); a figure in plotly's default template carries the dark template for
+JupyterLab's dark theme, one in a template the user chose does not."""
 
 import json
 import os
@@ -59,11 +60,42 @@ def test_figure_shows_plotlys_own_bundle_and_html_without_its_renderers():
     out = _show("cdn")
     assert out["loaded"] is False
     assert out["same"] is True
-    assert out["keys"] == ["application/vnd.plotly.v1+json", "text/html"]
+    assert out["keys"] == [
+        "application/vnd.pagelab.themed-figure+json",
+        "application/vnd.plotly.v1+json",
+        "text/html",
+    ]
     for html, name in zip(out["html"], ("sim", "sw")):
         assert html.startswith('<div style="height:450px') and 'class="plotly-graph-div"' in html
         assert 'src="https://cdn.plot.ly' in html and f'"{name}"' in html
         assert _plotly_js() not in html
+
+
+def test_figures_follow_the_users_template_and_offer_the_dark_one_only_for_the_default():
+    """pagelab's figures no longer force a template: they take plotly's default, and then
+    carry plotly_dark for JupyterLab's dark theme; with a template the user set as the default,
+    or set on the figure, they use it and carry no other."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from pagelab.results.plots import Panel, grid, theme_templates
+
+    def figure():
+        return grid("t", [Panel("p", [go.Bar(x=["a"], y=[1])])])
+
+    assert pio.templates.default == "plotly"
+    fig = figure()
+    assert fig.layout.template == pio.templates["plotly"]
+    assert theme_templates(fig) == {"dark": pio.templates["plotly_dark"].to_plotly_json()}
+    try:
+        pio.templates.default = "ggplot2"
+        fig = figure()
+        assert fig.layout.template == pio.templates["ggplot2"]
+        assert theme_templates(fig) is None
+    finally:
+        pio.templates.default = "plotly"
+    fig = figure().update_layout(template="seaborn")
+    assert theme_templates(fig) is None
 
 
 def test_embedding_puts_plotly_js_in_the_first_figure_only():

@@ -1,6 +1,7 @@
 """A result's figure drawn by a real browser (Debian's chromium, driven by Playwright): in
-JupyterLab, by plotly's mimetype renderer, and in a chapter exported with `jupyter nbconvert --to
-html`, by the HTML that pagelab stores beside the plotly JSON."""
+JupyterLab, by plotly's mimetype renderer, in the theme unless the user chose a template, and in
+a chapter exported with `jupyter nbconvert --to html`, by the HTML that pagelab stores beside the
+plotly JSON."""
 
 import os
 import shutil
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_browser import launch, missing_browser, open_notebook, write_cells
+from jupyter_browser import launch, missing_browser, open_notebook, set_theme, write_cells
 from test_browser import _run, browser, screenshot
 
 CELL = """\
@@ -39,6 +40,50 @@ def test_figure_draws_in_jupyterlab():
         shot = screenshot(page.locator(PLOT).first, "figure-lab")
         print(f"screenshot: {shot}; {bars} bars drawn, {height:.0f} px high")
     assert bars >= 2 and height >= 200
+
+
+# The second figure of the same result, after the user chose a template of their own.
+THEMES = [
+    "import pagelab\nr = pagelab.run('first-touch', size_mb=4, progress=None)\nr.figure()",
+    "import plotly.io as pio\npio.templates.default = 'ggplot2'\nr.figure()",
+]
+# each figure's backgrounds as plotly.js laid them out
+BACKGROUNDS = f"""() => [...document.querySelectorAll('{PLOT}')].map(
+    gd => [gd._fullLayout.paper_bgcolor, gd._fullLayout.plot_bgcolor])"""
+
+
+def _backgrounds(page, n, want):
+    """The figures' [paper, plot] backgrounds once there are ``n`` and the first's paper is
+    ``want``."""
+    page.wait_for_function(
+        f"() => {{ const b = ({BACKGROUNDS})(); return b.length === {n} && b[0][0] === '{want}' }}",
+        timeout=120_000,
+    )
+    return page.evaluate(BACKGROUNDS)
+
+
+@pytest.mark.slow
+def test_figures_follow_the_theme_unless_the_user_chose_a_template():
+    """In JupyterLab a figure in plotly's default template is drawn in plotly_dark while the
+    theme is Dark and back in the default on Light, redrawn as the user switches; a figure made
+    after the user set their own template (ggplot2) keeps it in both themes."""
+    with browser("lab", "figure-themes", THEMES) as (server, page):
+        editor = open_notebook(page, server, "/lab/tree/test.ipynb")
+        _run(editor, page)
+        page.wait_for_function(DRAWN, timeout=120_000)
+        page.locator(".jp-Cell .jp-InputArea-editor").nth(1).click()
+        page.keyboard.press("Shift+Enter")
+        light = _backgrounds(page, 2, "white")
+        set_theme(page, "JupyterLab Dark")
+        dark = _backgrounds(page, 2, "rgb(17,17,17)")
+        shot = screenshot(page.locator(PLOT).first, "figure-lab-dark")
+        set_theme(page, "JupyterLab Light")
+        back = _backgrounds(page, 2, "white")
+        print(f"screenshot: {shot}; light {light}, dark {dark}, light again {back}")
+    default, ggplot2 = "#E5ECF6", "rgb(237,237,237)"
+    assert light == [["white", default], ["white", ggplot2]]
+    assert dark == [["rgb(17,17,17)", "rgb(17,17,17)"], ["white", ggplot2]]
+    assert back == light
 
 
 def _plotly_js():

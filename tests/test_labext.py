@@ -77,6 +77,29 @@ def test_lab_extension_is_prebuilt_with_this_version_and_its_settings():
     assert schema["properties"]["autocount"]["default"] is False
 
 
+def test_style_is_the_extensions_declared_style_not_injected():
+    """The CSS lives in one file, labext/style/index.css: the lab extension's declared `style`
+    (JupyterLab loads it with the extension), copied beside the widget's bundle and passed as
+    the widget's anywidget `_css` for other hosts; no front-end code writes a <style>."""
+    package = json.loads((LABEXT / "package.json").read_text())
+    assert package["style"] == "style/index.css"
+    css = (LABEXT / "style" / "index.css").read_text()
+    built = json.loads((ROOT / "pylib" / "pagelab" / "labextension" / "package.json").read_text())
+    assert built["jupyterlab"]["_build"]["style"] == "./style"
+    assert (ROOT / "pylib" / "pagelab" / "static" / "livecounters.css").read_text() == css
+    widget = pagelab.LiveCounters(start=False)
+    try:
+        assert widget._css == css
+    finally:
+        widget.close()
+    injecting = [
+        p.name
+        for p in (LABEXT / "src").glob("*.ts")
+        if re.search(r"createElement\(\s*[\"']style|adoptedStyleSheets|insertRule", p.read_text())
+    ]
+    assert injecting == []
+
+
 # ---- the JupyterLab floor -----------------------------------------------------------------------
 
 BUILT = ROOT / "pylib" / "pagelab" / "jupyter" / "labextension"

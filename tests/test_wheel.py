@@ -148,8 +148,9 @@ def _lab_files(names):
 
 def test_wheel_holds_the_extension_the_chapters_and_the_headers(wheel):
     """The wheel carries the compiled module, every chapter, pl_region.h, the C sources the
-    chapters show, the shipped trace, the widget bundle and the lab extension, all built by
-    `pip wheel .` itself from a tree `make setup` never ran in."""
+    chapters show, the shipped trace, the widget bundle and its style sheet, and the lab
+    extension with its style, all built by `pip wheel .` itself from a tree `make setup` never
+    ran in."""
     names = set(zipfile.ZipFile(wheel).namelist())
     assert any(n.startswith("pagelab/_native") and n.endswith(".so") for n in names)
     assert {f"pagelab/native/chapters/{c}" for c in CHAPTERS} <= names
@@ -160,7 +161,10 @@ def test_wheel_holds_the_extension_the_chapters_and_the_headers(wheel):
         "pagelab/native/csrc/workloads/mountain.c",
     } <= names
     assert "pagelab/sim/data/my_program.trace.gz" in names
-    assert "pagelab/jupyter/static/livecounters.js" in names
+    assert {
+        "pagelab/jupyter/static/livecounters.js",
+        "pagelab/jupyter/static/livecounters.css",
+    } <= names
     # each header once, and only the public ones (csrc/include), not the simulator's own
     headers = [n for n in names if n.endswith(".h")]
     assert len({Path(n).name for n in headers}) == len(headers), headers
@@ -169,6 +173,7 @@ def test_wheel_holds_the_extension_the_chapters_and_the_headers(wheel):
     assert "share/jupyter/labextensions/pagelab/package.json" in lab
     assert any(n.endswith("/schemas/pagelab/plugin.json") for n in lab)
     assert any("/static/remoteEntry." in n for n in lab)
+    assert "share/jupyter/labextensions/pagelab/static/style.js" in lab
     assert config == {"etc/jupyter/jupyter_server_config.d/pagelab.json"}
 
 

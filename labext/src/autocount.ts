@@ -6,6 +6,8 @@
 
 import type { Kernel } from "@jupyterlab/services";
 
+import { plain, type Trans } from "./i18n";
+
 export const ON = "%load_ext pagelab\n%pagelab autocount on";
 export const OFF = "%pagelab autocount off";
 
@@ -71,11 +73,18 @@ export class AutoCount {
 }
 
 /** What the status bar says about one kernel's autocount ("" when the setting left it off). */
-export function describe(state: State | null): { text: string; title: string } {
-  if (state === "on") return { text: "per-cell counts", title: "autocount is on (setting)" };
-  if (state === "pending") return { text: "per-cell counts…", title: "turning autocount on" };
+export function describe(
+  state: State | null,
+  t: Trans = plain,
+): { text: string; title: string } {
+  if (state === "on") {
+    return { text: t.__("per-cell counts"), title: t.__("autocount is on (setting)") };
+  }
+  if (state === "pending") {
+    return { text: t.__("per-cell counts…"), title: t.__("turning autocount on") };
+  }
   if (state === null || state === "off") return { text: "", title: "" };
-  return { text: "per-cell counts failed", title: `autocount: ${state.error}` };
+  return { text: t.__("per-cell counts failed"), title: t.__("autocount: %1", state.error) };
 }
 
 /** Code run silently in a kernel: no output in the notebook, no history, no cell hooks. */

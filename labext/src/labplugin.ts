@@ -1,24 +1,31 @@
 // Registration for JupyterLab 4 and Notebook 7 (plugin.ts registers the widget's anywidget
-// view): the kernel panel in the left side bar, the status-bar item, the autocount setting's
-// silent magic in each notebook kernel, and their settings.
+// view): the kernel panel in the left side bar and the command that shows it, the status-bar
+// item, the autocount setting's silent magic in each notebook kernel, and their settings; and
+// the renderer that draws pagelab's figures in the theme. Strings go through ITranslator; the
+// look is the extension's style (style/index.css), which JupyterLab loads with it.
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
+import { ICommandPalette, IThemeManager } from "@jupyterlab/apputils";
 import { INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
+import { IRenderMimeRegistry } from "@jupyterlab/rendermime";
 import { ServerConnection } from "@jupyterlab/services";
 import { ISettingRegistry } from "@jupyterlab/settingregistry";
 import { IStatusBar } from "@jupyterlab/statusbar";
+import { ITranslator, nullTranslator } from "@jupyterlab/translation";
 import { LabIcon } from "@jupyterlab/ui-components";
 import { Widget } from "@lumino/widgets";
 
 import { AutoCount, describe, trackKernel } from "./autocount";
+import { THEMED, ThemedFigure } from "./figure";
+import type { Trans } from "./i18n";
 import { KernelList } from "./panel";
 import { KernelStream, type Connect } from "./stream";
 import { KernelStatus } from "./statusitem";
-import { addStyle } from "./style";
 import { Throttle } from "./throttle";
-import { VERSION } from "./version";
 
 const PLUGIN_ID = "pagelab:plugin";
+const PANEL_ID = "pagelab-kernels";
+const SHOW_PANEL = "pagelab:show-kernel-panel";
 // The side-bar tab: a sparkline over a page.
 const ICON = new LabIcon({
   name: "pagelab:kernels",
@@ -45,15 +52,19 @@ const connect: Connect = (query, onMessage, onClose) => {
 
 /** The side panel: subscribed to the stream only while it is visible. */
 class KernelPanel extends Widget {
-  readonly list = new KernelList(VERSION);
+  readonly list: KernelList;
   private readonly throttle = new Throttle(() => this.list.draw(), 30);
   private unsubscribe: (() => void) | null = null;
 
-  constructor(private readonly stream: KernelStream) {
+  constructor(
+    private readonly stream: KernelStream,
+    trans: Trans,
+  ) {
     super();
-    this.id = "pagelab-kernels";
+    this.list = new KernelList(trans);
+    this.id = PANEL_ID;
     this.title.icon = ICON;
-    this.title.caption = "pagelab: live counters of your kernels";
+    this.title.caption = trans.__("pagelab: live counters of your kernels");
     this.addClass("pagelab-kernels");
     this.node.append(this.list.root);
   }
@@ -80,23 +91,32 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description: "Live per-kernel counters: a side panel and a status-bar item.",
   autoStart: true,
-  optional: [INotebookTracker, IStatusBar, ISettingRegistry],
+  optional: [INotebookTracker, IStatusBar, ISettingRegistry, ITranslator, ICommandPalette],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker | null,
     statusBar: IStatusBar | null,
     registry: ISettingRegistry | null,
+    translator: ITranslator | null,
+    palette: ICommandPalette | null,
   ) => {
-    addStyle(document);
+    const trans = (translator ?? nullTranslator).load("pagelab");
     const stream = new KernelStream(connect);
     // a hidden tab costs nothing: no socket, so the server samples nothing for it
     const standby = () => stream.setHidden(document.visibilityState === "hidden");
     document.addEventListener("visibilitychange", standby);
     standby();
-    const panel = new KernelPanel(stream);
+    const panel = new KernelPanel(stream, trans);
     app.shell.add(panel, "left", { rank: 900 });
+    app.commands.addCommand(SHOW_PANEL, {
+      label: trans.__("Show Kernel Counters"),
+      caption: trans.__("Open the side panel of live counters for each of your kernels"),
+      icon: ICON,
+      execute: () => app.shell.activateById(PANEL_ID),
+    });
+    palette?.addItem({ command: SHOW_PANEL, category: trans.__("pagelab") });
 
-    const status = new KernelStatus();
+    const status = new KernelStatus(trans);
     const item = new Widget();
     item.addClass("pagelab-status");
     item.node.dataset.pagelab = "kernel-status";
@@ -104,7 +124,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     let statusWanted = true;
     let current: string | null = null;
     const draw = () => {
-      const counts = describe(autocount.state(current ?? ""));
+      const counts = describe(autocount.state(current ?? ""), trans);
       item.node.textContent = [status.text(), counts.text].filter(Boolean).join(" · ");
       item.node.title = counts.title;
     };
@@ -170,4 +190,26 @@ const plugin: JupyterFrontEndPlugin<void> = {
   },
 };
 
-export default plugin;
+/** pagelab's figures, drawn by plotly's renderer in the theme (see figure.ts). */
+const figures: JupyterFrontEndPlugin<void> = {
+  id: "pagelab:figures",
+  description: "pagelab's plotly figures in JupyterLab's light or dark theme.",
+  autoStart: true,
+  requires: [IRenderMimeRegistry],
+  optional: [IThemeManager],
+  activate: (
+    _app: JupyterFrontEnd,
+    rendermime: IRenderMimeRegistry,
+    themes: IThemeManager | null,
+  ) => {
+    const theme = {
+      dark: () => themes !== null && themes.theme !== null && !themes.isLight(themes.theme),
+      changed: themes?.themeChanged ?? null,
+    };
+    const createRenderer = () => new ThemedFigure(rendermime, theme);
+    // ranked before plotly's own renderer (rank 2), which draws the figure for it
+    rendermime.addFactory({ safe: true, mimeTypes: [THEMED], createRenderer }, 1);
+  },
+};
+
+export default [plugin, figures];

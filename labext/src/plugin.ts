@@ -1,8 +1,10 @@
 // Registration: the anywidget entry point. It binds the model (synced traits, custom messages)
-// to a LiveView; nothing else in the front end talks to the model.
+// to a LiveView and its controls; nothing else in the front end talks to the model. The look
+// comes with the model (`_css`, the lab extension's style file).
 
+import { Controls } from "./controls";
+import { plain } from "./i18n";
 import { decodeSamples, type CounterInfo, type KernelMessage, type ViewMessage } from "./protocol";
-import { addStyle } from "./style";
 import { Throttle } from "./throttle";
 import { VERSION } from "./version";
 import { LiveView } from "./view";
@@ -15,14 +17,18 @@ interface Model {
 }
 
 function render({ model, el }: { model: Model; el: HTMLElement }): () => void {
-  addStyle(el.ownerDocument);
-  const view = new LiveView((action) => model.send({ type: action }), VERSION);
+  const controls = new Controls((type) => model.send({ type }), plain);
+  const view = new LiveView({ version: VERSION, controls: controls.node });
   const throttle = new Throttle(() => view.draw(), 30);
   const onCounters = () => {
     view.setCounters(model.get("counters") as CounterInfo[]);
     throttle.request();
   };
-  const onRunning = () => view.setRunning(Boolean(model.get("running")));
+  const onRunning = () => {
+    const running = Boolean(model.get("running"));
+    view.setRunning(running);
+    controls.setRunning(running);
+  };
   const onTarget = () => view.setTarget(String(model.get("target")));
   const onMessage = (msg: KernelMessage, buffers: (ArrayBuffer | DataView)[]) => {
     if (msg.type === "reset") view.clear();

@@ -2,6 +2,7 @@
 
 import { formatKiB, formatRate } from "./format";
 import { History } from "./history";
+import { plain, type Trans } from "./i18n";
 import { lastValue, type KernelsReply } from "./kernels";
 
 export class KernelStatus {
@@ -9,6 +10,8 @@ export class KernelStatus {
   private readonly faults = new History();
   private rss: number | null = null;
   private source = "";
+
+  constructor(private readonly trans: Trans = plain) {}
 
   /** Follow another kernel (or none): its history starts afresh. */
   follow(kernelId: string | null): void {
@@ -33,7 +36,10 @@ export class KernelStatus {
   /** "faults 1.2k/s (sw) · RSS 85.3 MiB", or "" when there is no kernel to show. */
   text(): string {
     if (this.kernelId === null) return "";
-    const faults = this.source ? `faults ${formatRate(this.faults.rate)} (${this.source})` : "faults n/a";
-    return `${faults} · RSS ${formatKiB(this.rss)}`;
+    const t = this.trans;
+    const faults = this.source
+      ? t.__("faults %1 (%2)", formatRate(this.faults.rate), this.source)
+      : t.__("faults n/a");
+    return t.__("%1 · RSS %2", faults, formatKiB(this.rss));
   }
 }

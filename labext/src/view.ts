@@ -1,20 +1,39 @@
-// The LiveCounters view: one row per counter (name, total, rate, sparkline, source tag, reason)
-// and the start/stop/reset controls. Everything from the kernel is set as text (textContent,
-// setAttribute), never parsed as HTML.
+// The LiveCounters view: one card per counter (name, source tag, latest rate and total, a chart
+// of the last WINDOW_S seconds with its axes, and the reason when it cannot be read), under a
+// head with the target, the state and, in the widget, its controls. Everything from the kernel
+// is set as text (textContent, setAttribute), never parsed as HTML. The look is the extension's
+// style (labext/style/index.css), in JupyterLab's theme variables.
 
-import { formatRate, formatTotal } from "./format";
-import { History } from "./history";
+import { chartPoints, niceMax } from "./chart";
+import { formatLevel, formatRate, formatTotal, isLevel, smallestTop } from "./format";
+import { History, WINDOW_S } from "./history";
+import { plain, type Trans } from "./i18n";
 import type { CounterInfo, SampleBatch } from "./protocol";
-import { sparklinePoints } from "./sparkline";
 
 const SVG = "http://www.w3.org/2000/svg";
-const SPARK_W = 120;
-const SPARK_H = 20;
+// The plot's own coordinates; CSS sizes it (preserveAspectRatio none, strokes unscaled).
+const PLOT_W = 300;
+const PLOT_H = 60;
+const LABEL_EVERY_S = 1; // how often a chart's text alternative is rewritten
+
+export interface ViewOptions {
+  trans?: Trans;
+  /** shown in the head (the widget; the panel says it once for all kernels) */
+  version?: string;
+  /** the widget's controls, put in the head */
+  controls?: HTMLElement;
+}
 
 interface Row {
-  total: HTMLElement;
-  rate: HTMLElement;
-  line: SVGPolylineElement;
+  node: HTMLElement;
+  counter: CounterInfo;
+  history: History;
+  rate: HTMLElement | null; // a count's latest rate
+  total: HTMLElement; // a count's total, a level's value, or n/a
+  chart: HTMLElement | null;
+  line: SVGPolylineElement | null;
+  ticks: HTMLElement[]; // the y axis: top, middle
+  labelled: number; // sample time of the chart's current text alternative
 }
 
 function el<K extends keyof HTMLElementTagNameMap>(
@@ -28,108 +47,193 @@ function el<K extends keyof HTMLElementTagNameMap>(
   return e;
 }
 
+function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string | number>,
+): SVGElementTagNameMap[K] {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  return e;
+}
+
 export class LiveView {
   readonly root: HTMLElement;
-  /** How many times the rows were redrawn (read by the browser test and the bench). */
+  /** How many times the cards were redrawn (read by the browser test and the bench). */
   draws = 0;
-  private readonly body: HTMLElement;
+  private readonly trans: Trans;
+  private readonly list: HTMLElement;
   private readonly title: HTMLElement;
   private readonly state: HTMLElement;
-  private counters: CounterInfo[] = [];
-  private histories: History[] = [];
   private rows: Row[] = [];
 
-  /** ``onControl`` null: no start/stop/reset buttons (the lab's kernel panel has none). */
-  constructor(onControl: ((action: "start" | "stop" | "reset") => void) | null, version: string) {
+  constructor(options: ViewOptions = {}) {
+    const trans = (this.trans = options.trans ?? plain);
     this.root = el("div", "pagelab-live");
     this.root.dataset.pagelab = "livecounters";
+    this.root.setAttribute("role", "group");
     const head = el("div", "pl-head");
     this.title = el("span", "pl-title");
     this.state = el("span", "pl-state");
     head.append(this.title, this.state);
-    for (const action of onControl ? (["start", "stop", "reset"] as const) : []) {
-      const b = el("button", `pl-${action}`, action);
-      b.type = "button";
-      b.addEventListener("click", () => onControl?.(action));
-      head.append(b);
+    if (options.controls) head.append(options.controls);
+    if (options.version) {
+      head.append(el("span", "pl-version", trans.__("pagelab %1", options.version)));
     }
-    head.append(el("span", "pl-version", `pagelab ${version}`));
-    const table = el("table", "pl-table");
-    const header = el("tr", "pl-header");
-    for (const h of ["counter", "total", "rate", "", "source", "notes"]) header.append(el("th", "", h));
-    table.append(header);
-    this.body = el("tbody", "pl-body");
-    table.append(this.body);
-    this.root.append(head, table);
+    this.list = el("ul", "pl-counters");
+    this.list.setAttribute("role", "list"); // a list without bullets keeps its role
+    this.root.append(head, this.list);
   }
 
   setTarget(target: string): void {
-    this.title.textContent = `live counters: ${target}`;
+    this.setTitle(this.trans.__("live counters: %1", target));
+  }
+
+  /** The head's title as it is (the panel names kernels its own way). */
+  setTitle(title: string): void {
+    this.title.textContent = title;
+    this.root.setAttribute("aria-label", title);
   }
 
   setRunning(running: boolean): void {
-    this.state.textContent = running ? "sampling" : "stopped";
+    this.state.textContent = running ? this.trans.__("sampling") : this.trans.__("stopped");
     this.root.dataset.running = String(running);
   }
 
-  /** Rebuild the rows for a new counter list (names, units, sources, reasons). */
+  /** Rebuild the cards for a new counter list (names, units, sources, reasons). */
   setCounters(counters: CounterInfo[]): void {
-    this.counters = counters;
-    this.histories = counters.map(() => new History());
-    this.rows = [];
-    this.body.replaceChildren();
-    for (const c of counters) {
-      const tr = el("tr", c.reason ? "pl-row pl-unavailable" : "pl-row");
-      tr.dataset.counter = c.name;
-      const total = el("td", "pl-total");
-      const rate = el("td", "pl-rate");
-      const spark = el("td", "pl-spark");
-      const svg = document.createElementNS(SVG, "svg");
-      svg.setAttribute("width", String(SPARK_W));
-      svg.setAttribute("height", String(SPARK_H));
-      const line = document.createElementNS(SVG, "polyline");
-      line.setAttribute("fill", "none");
-      line.setAttribute("stroke", "currentColor");
-      svg.append(line);
-      spark.append(svg);
-      const why = [c.reason && `unavailable: ${c.reason}`, c.note].filter(Boolean).join("; ");
-      const whyClass = c.reason ? "pl-reason" : "pl-note";
-      tr.title = why; // narrow hosts (the lab's side panel) hide the notes column
-      tr.append(
-        el("td", "pl-name", c.name),
-        total,
-        rate,
-        spark,
-        el("td", "pl-source", c.source),
-        el("td", whyClass, why),
-      );
-      this.body.append(tr);
-      this.rows.push({ total, rate, line });
+    this.rows = counters.map((c) => this.card(c));
+    this.list.replaceChildren(...this.rows.map((r) => r.node));
+  }
+
+  private card(c: CounterInfo): Row {
+    const t = this.trans;
+    const li = el("li", c.reason ? "pl-counter pl-unavailable" : "pl-counter");
+    li.dataset.counter = c.name;
+    const top = el("div", "pl-top");
+    const source = el("span", "pl-source", c.source);
+    source.title = t.__("source: %1", c.source);
+    top.append(el("span", "pl-name", c.name), el("span", "pl-sr", t.__("source:")), source);
+    const now = el("div", "pl-now");
+    const level = isLevel(c.unit);
+    const row: Row = {
+      node: li,
+      counter: c,
+      history: new History(level),
+      rate: level || c.reason ? null : el("span", "pl-rate"),
+      total: el("span", "pl-total"),
+      chart: null,
+      line: null,
+      ticks: [],
+      labelled: -Infinity,
+    };
+    if (row.rate) now.append(row.rate, row.total, el("span", "pl-unit", t.__("total")));
+    else now.append(row.total);
+    li.append(top, now);
+    if (!c.reason) li.append(this.chart(row));
+    const why = c.reason ? t.__("unavailable: %1", c.reason) : c.note;
+    if (why) li.append(el("div", c.reason ? "pl-reason" : "pl-note", why));
+    li.title = why; // where the notes are hidden (the panel), the tooltip says them
+    return row;
+  }
+
+  private chart(row: Row): HTMLElement {
+    const chart = el("div", "pl-chart");
+    chart.setAttribute("role", "img");
+    const yaxis = el("div", "pl-yaxis");
+    row.ticks = [el("span", "pl-tick pl-tick-top"), el("span", "pl-tick pl-tick-mid")];
+    yaxis.append(...row.ticks, el("span", "pl-tick pl-tick-zero", this.value(row, 0)));
+    const plot = svg("svg", {
+      class: "pl-plot",
+      viewBox: `0 0 ${PLOT_W} ${PLOT_H}`,
+      preserveAspectRatio: "none",
+      "aria-hidden": "true",
+    });
+    for (const y of [0, PLOT_H / 2, PLOT_H]) {
+      plot.append(svg("line", { class: "pl-grid", x1: 0, x2: PLOT_W, y1: y, y2: y }));
     }
+    const mid = PLOT_W / 2; // the time axis's middle, -5 s
+    plot.append(svg("line", { class: "pl-grid", x1: mid, x2: mid, y1: 0, y2: PLOT_H }));
+    row.line = svg("polyline", { class: "pl-line", fill: "none", stroke: "currentColor" });
+    plot.append(row.line);
+    const xaxis = el("div", "pl-xaxis");
+    xaxis.append(
+      el("span", "pl-tick", this.trans.__("−%1 s", WINDOW_S)),
+      el("span", "pl-tick", this.trans.__("−%1 s", WINDOW_S / 2)),
+      el("span", "pl-tick", this.trans.__("now")),
+    );
+    chart.append(yaxis, plot, xaxis);
+    row.chart = chart;
+    this.label(row);
+    return chart;
+  }
+
+  /** A point's value as the axis and the latest figure print it. */
+  private value(row: Row, v: number | null): string {
+    const unit = row.counter.unit;
+    return row.history.level ? formatLevel(v, unit) : formatRate(v, unit);
+  }
+
+  /** The chart's text alternative: what it shows, the latest value and the range drawn. */
+  private label(row: Row): void {
+    const t = this.trans;
+    const h = row.history;
+    const what = h.level
+      ? t.__("%1 over the last %2 seconds", row.counter.name, WINDOW_S)
+      : t.__("%1 per second over the last %2 seconds", row.counter.name, WINDOW_S);
+    let text = t.__("%1: no samples yet", what);
+    if (h.points.length) {
+      text = t.__(
+        "%1: now %2, lowest %3, highest %4",
+        what,
+        this.value(row, h.rate),
+        this.value(row, Math.min(...h.points)),
+        this.value(row, Math.max(...h.points)),
+      );
+    }
+    row.chart?.setAttribute("aria-label", text);
   }
 
   /** Take in a batch of samples; drawing happens separately (throttled). */
   add(batch: SampleBatch): void {
-    const m = Math.min(batch.counters, this.histories.length);
+    const m = Math.min(batch.counters, this.rows.length);
     for (let k = 0; k < batch.times.length; k++) {
       for (let i = 0; i < m; i++) {
-        this.histories[i].push(batch.times[k], batch.values[k * batch.counters + i]);
+        this.rows[i].history.push(batch.times[k], batch.values[k * batch.counters + i]);
       }
     }
   }
 
   clear(): void {
-    for (const h of this.histories) h.clear();
+    for (const r of this.rows) {
+      r.history.clear();
+      r.labelled = -Infinity;
+    }
   }
 
   draw(): void {
-    this.rows.forEach((row, i) => {
-      const h = this.histories[i];
-      const c = this.counters[i];
-      row.total.textContent = formatTotal(h.total, c.unit);
-      row.rate.textContent = formatRate(h.rate);
-      row.line.setAttribute("points", sparklinePoints(h.rates, SPARK_W, SPARK_H));
-    });
+    for (const row of this.rows) {
+      const h = row.history;
+      const unit = row.counter.unit;
+      if (row.rate) {
+        row.rate.textContent = formatRate(h.rate, unit);
+        row.total.textContent = formatTotal(h.total, unit);
+      } else {
+        row.total.textContent = formatLevel(h.total, unit);
+      }
+      if (!row.line) continue;
+      const top = niceMax(Math.max(smallestTop(unit), ...h.points), h.level);
+      row.ticks[0].textContent = this.value(row, top);
+      row.ticks[1].textContent = this.value(row, top / 2);
+      const now = h.now ?? 0;
+      row.line.setAttribute(
+        "points",
+        chartPoints(h.times, h.points, now, WINDOW_S, top, PLOT_W, PLOT_H),
+      );
+      if (now - row.labelled >= LABEL_EVERY_S || now < row.labelled) {
+        row.labelled = now;
+        this.label(row);
+      }
+    }
     this.draws += 1;
     this.root.dataset.draws = String(this.draws);
   }

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { History, WINDOW, rate } from "../src/history";
-import { sparklinePoints } from "../src/sparkline";
+import { History, MAX_POINTS, WINDOW_S, rate } from "../src/history";
 
 describe("rates", () => {
   it("is the change per second between two samples", () => {
@@ -9,13 +8,30 @@ describe("rates", () => {
   it("never goes negative when a counter is reset", () => {
     expect(rate(1, 500, 2, 0)).toBe(0);
   });
-  it("History keeps a bounded window and the latest rate", () => {
+});
+
+describe("History", () => {
+  it("keeps the rates of the last WINDOW_S seconds, each at its sample's time", () => {
     const h = new History();
-    for (let i = 0; i <= WINDOW + 10; i++) h.push(i / 10, i * 5);
-    expect(h.total).toBe((WINDOW + 10) * 5);
+    for (let i = 0; i <= 200; i++) h.push(i / 10, i * 5); // 20 s at 10 Hz, 50 per second
+    expect(h.total).toBe(1000);
     expect(h.rate).toBeCloseTo(50);
-    expect(h.rates.length).toBe(WINDOW);
-    expect(h.totals.length).toBe(WINDOW);
+    expect(h.now).toBe(20);
+    expect(h.times[0]).toBeGreaterThanOrEqual(20 - WINDOW_S);
+    expect(h.times.length).toBe(WINDOW_S * 10 + 1);
+    expect(h.points.every((p) => Math.abs(p - 50) < 1e-9)).toBe(true);
+  });
+  it("keeps at most MAX_POINTS however fast the samples come", () => {
+    const h = new History();
+    for (let i = 0; i < 5000; i++) h.push(i / 1000, i);
+    expect(h.points.length).toBe(MAX_POINTS);
+  });
+  it("charts a level's values as they are", () => {
+    const h = new History(true);
+    h.push(0, 2048);
+    h.push(1, 1024);
+    expect(h.points).toEqual([2048, 1024]);
+    expect(h.total).toBe(1024);
   });
   it("treats NaN samples as unavailable, not as zero", () => {
     const h = new History();
@@ -23,18 +39,6 @@ describe("rates", () => {
     h.push(1, Number.NaN);
     expect(h.total).toBeNull();
     expect(h.rate).toBeNull();
-    expect(h.totals).toEqual([null, null]);
-  });
-});
-
-describe("sparkline data", () => {
-  it("scales the largest rate to the top and zero to the bottom", () => {
-    expect(sparklinePoints([0, 5, 10], 100, 20)).toBe("0,20 50,10 100,0");
-  });
-  it("draws a flat line at the bottom when nothing happens", () => {
-    expect(sparklinePoints([0, 0], 10, 20)).toBe("0,20 10,20");
-  });
-  it("is empty without data", () => {
-    expect(sparklinePoints([], 10, 20)).toBe("");
+    expect(h.points).toEqual([]);
   });
 });

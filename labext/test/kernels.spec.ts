@@ -36,7 +36,7 @@ describe("kernel replies", () => {
 
 describe("KernelList", () => {
   it("shows one view per kernel with totals, sources and reasons, and drops ended kernels", () => {
-    const list = new KernelList("0.0.0");
+    const list = new KernelList();
     list.update(reply([kernel("a", [[1, 100, null, 2048]]), kernel("b", [[1, 5, null, 1024]])]), null);
     list.update(reply([kernel("a", [[2, 65636, null, 264192]]), kernel("b", [])]), null);
     list.draw();
@@ -50,13 +50,26 @@ describe("KernelList", () => {
     expect(tc.querySelector(".pl-reason")!.textContent).toContain("<b>seccomp</b>");
     expect(list.root.querySelector("b")).toBeNull(); // text, never HTML
     expect(a.querySelector("button")).toBeNull(); // the panel has no widget controls
+    const rss = a.querySelector('[data-counter="rss"]')!;
+    expect(rss.querySelector(".pl-total")!.textContent).toBe("258 MiB"); // a level, as it is
+    expect(rss.querySelector(".pl-rate")).toBeNull();
+    expect(a.getAttribute("aria-label")).toBe("python3 kernel, pid 42");
     list.update(reply([kernel("b", [])]), null);
     expect(list.root.querySelector('[data-kernel="a"]')).toBeNull();
     expect(list.root.querySelector('[data-kernel="b"]')).not.toBeNull();
   });
 
+  it("is a labelled region whose status line is a live region", () => {
+    const list = new KernelList();
+    expect(list.root.getAttribute("role")).toBe("region");
+    expect(list.root.getAttribute("aria-label")).toBe("pagelab kernel counters");
+    expect(list.root.querySelector('[data-pagelab="panel-status"]')!.getAttribute("role")).toBe(
+      "status",
+    );
+  });
+
   it("says why there is nothing to show", () => {
-    const list = new KernelList("0.0.0");
+    const list = new KernelList();
     list.update(null, "HTTP 403");
     expect(list.root.textContent).toContain("HTTP 403");
     list.update(reply([]), null);
@@ -64,7 +77,7 @@ describe("KernelList", () => {
   });
 
   it("says when the server's sampling failed, and the server's note", () => {
-    const list = new KernelList("0.0.0");
+    const list = new KernelList();
     const failed = { ...reply([kernel("a", [])]), sampling_error: "sampling failed (OSError: x)" };
     list.update(failed, null);
     const status = list.root.querySelector('[data-pagelab="panel-status"]')!;
@@ -80,7 +93,7 @@ describe("KernelStatus", () => {
     expect(s.text()).toBe("");
     s.follow("a");
     s.update(reply([kernel("a", [[0, 0, null, 2048], [0.5, 1000, null, 1536 * 1024]])]));
-    expect(s.text()).toBe("faults 2.0k/s (sw) · RSS 1.5 GiB");
+    expect(s.text()).toBe("faults 2k/s (sw) · RSS 1.5 GiB");
     s.follow("b");
     expect(s.text()).toBe("faults n/a · RSS n/a");
   });

@@ -257,6 +257,8 @@ class ClassReport:
         import plotly.graph_objects as go
         from plotly.subplots import make_subplots
 
+        from ..results.plots import displayable
+
         ids, names = self.claim_ids(), [m.name for m in self.machines]
         score = {True: 1.0, None: 0.5, False: 0.0}
         z, text = [], []
@@ -310,8 +312,8 @@ class ClassReport:
                 col=1,
             )
         fig.update_yaxes(type="log", title_text="x class median", row=2, col=1)
-        fig.update_layout(template="plotly_white", height=900, title="class results")
-        return fig
+        fig.update_layout(height=900, title="class results")
+        return displayable(fig)
 
     def write_pyperf(self, directory):
         """One pyperf JSON file per machine (DIR/NAME.json): a benchmark per timed headline

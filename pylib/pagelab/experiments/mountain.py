@@ -183,7 +183,6 @@ def figure(result):
     )
     fig.update_layout(
         title="the memory mountain: read throughput (clock)",
-        template="plotly_white",
         height=600,
         scene={
             "xaxis": {"title": "stride (bytes)"},

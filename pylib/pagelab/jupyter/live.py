@@ -1,6 +1,8 @@
 """LiveCounters: a widget whose sampling thread streams a process's counter totals to the view.
 
-The front end is an anywidget ESM bundle built from labext/ (static/livecounters.js).
+The front end is an anywidget ESM bundle built from labext/ (static/livecounters.js) and its
+style sheet (static/livecounters.css: labext/style/index.css, the lab extension's style, passed
+as ``_css`` too, so hosts without the lab extension draw the widget alike).
 Configuration lives in synced traits; samples go out as two float64 buffers in one custom
 message per tick (times, then totals row-major), and the view throttles its drawing.
 """
@@ -19,19 +21,22 @@ from ..core.errors import BadInput, PagelabError
 from ..counters.sampler import MAX_HZ, Sampler, describe
 
 BUNDLE = Path(__file__).parent / "static" / "livecounters.js"
+STYLE = BUNDLE.with_suffix(".css")
 
 
-def _bundle():
-    if not BUNDLE.exists():
-        raise PagelabError(
-            f"the LiveCounters front end is not built ({BUNDLE} is missing): run `make setup` "
-            "in a checkout (needs Node and npm), or install pagelab from its wheel"
-        )
-    return BUNDLE
+def _front_end():
+    """The bundle's source and its style sheet."""
+    for path in (BUNDLE, STYLE):
+        if not path.exists():
+            raise PagelabError(
+                f"the LiveCounters front end is not built ({path} is missing): run `make setup` "
+                "in a checkout (needs Node and npm), or install pagelab from its wheel"
+            )
+    return BUNDLE.read_text(), STYLE.read_text()
 
 
 class LiveCounters(anywidget.AnyWidget):
-    """Live totals, rates and sparklines of counters for this kernel, a pid or a run handle::
+    """Live rates, totals and charts of counters for this kernel, a pid or a run handle::
 
         w = pagelab.LiveCounters(["page-faults", "context-switches"], interval_ms=50)
         w                       # shows the widget; w.stop(), w.reset(), w.start(), w.close()
@@ -42,6 +47,7 @@ class LiveCounters(anywidget.AnyWidget):
     """
 
     _esm = traitlets.Unicode().tag(sync=True)  # the bundle's source, read when a widget opens
+    _css = traitlets.Unicode().tag(sync=True)  # its style sheet
     counters = traitlets.List().tag(sync=True)
     running = traitlets.Bool(False).tag(sync=True)
     target = traitlets.Unicode("").tag(sync=True)
@@ -54,10 +60,11 @@ class LiveCounters(anywidget.AnyWidget):
                 f"interval_ms must be an integer of at least {1000 // MAX_HZ} "
                 f"(at most {MAX_HZ} samples a second), not {interval_ms!r}"
             )
-        esm = _bundle().read_text()
+        esm, css = _front_end()
         sampler = Sampler(events, target)  # bad events or targets fail before the widget exists
         super().__init__(
             _esm=esm,
+            _css=css,
             counters=[s.to_dict() for s in sampler.series],
             target=describe(target),
             interval_ms=interval_ms,

@@ -7,14 +7,28 @@ from ..core.numbers import format_size
 
 # The bundle plotly's own mimetype renderer displays, and JupyterLab's plotly extension renders.
 MIMETYPE = "application/vnd.plotly.v1+json"
+# Beside it, for a figure in plotly's default template: the dark template, which pagelab's lab
+# extension draws the figure in while JupyterLab's theme is dark (labext/src/figure.ts).
+THEMED = "application/vnd.pagelab.themed-figure+json"
+
+
+def theme_templates(fig):
+    """{"dark": plotly_dark} when ``fig`` is in plotly's default template, which the user left
+    as it is (a template they chose is theirs to keep, in every theme); else None."""
+    import plotly.io as pio
+
+    if pio.templates.default != "plotly" or fig.layout.template != pio.templates["plotly"]:
+        return None
+    return {"dark": pio.templates["plotly_dark"].to_plotly_json()}
 
 
 def displayable(fig):
     """fig, displayed by IPython as plotly's mimetype bundle (what JupyterLab's plotly extension
     renders) with HTML beside it (what nbconvert and code hosts show; plotly.js from its CDN, or
-    embedded once per notebook: see results.plotlyjs). Built here: plotly's display path first loads
-    its renderer registry, which imports nbformat and jsonschema's format checkers (about 1.9 s
-    on first display; 15 s on a busy 2-vCPU VM)."""
+    embedded once per notebook: see results.plotlyjs), and THEMED where the figure follows the
+    theme. Built here: plotly's display path first loads its renderer registry, which imports
+    nbformat and jsonschema's format checkers (about 1.9 s on first display; 15 s on a busy
+    2-vCPU VM)."""
 
     def show():
         from IPython.display import display
@@ -27,7 +41,11 @@ def displayable(fig):
             full_html=False,
             default_height=fig.layout.height or 450,
         )
-        display({MIMETYPE: fig.to_plotly_json(), "text/html": html}, raw=True)
+        bundle = {MIMETYPE: fig.to_plotly_json(), "text/html": html}
+        templates = theme_templates(fig)
+        if templates:
+            bundle[THEMED] = templates
+        display(bundle, raw=True)
 
     fig._ipython_display_ = show
     return fig
@@ -269,7 +287,6 @@ def memory_map(title, columns, colors, marks=None, source="/proc/PID/maps, rusag
     fig.update_layout(
         title=title,
         barmode="overlay",
-        template="plotly_white",
         height=int(max(500, min(1200, tallest * px_per_unit + 160))),
         annotations=annotations,
         xaxis=dict(
@@ -320,7 +337,6 @@ def grid(title, *rows):
     fig.update_layout(
         title=title,
         height=420 * len(rows),
-        template="plotly_white",
         showlegend=True,
         barmode="group",
     )
