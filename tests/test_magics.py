@@ -171,7 +171,8 @@ def test_c_magic_measures_and_simulates_a_pointer_chase(kernel):
 def test_c_magic_output_option_returns_the_result_shown_once(kernel):
     """%%c -o returns the CellResult (a later cell reads its stdout and readings), and its table
     shows once, as the cell's value, not printed as well."""
-    out = kernel.run('%%c --no-sim -o\n#include <stdio.h>\nint main(void)\n{\n    puts("41");\n    return 0;\n}\n')
+    cell = '#include <stdio.h>\nint main(void)\n{\n    puts("41");\n    return 0;\n}\n'
+    out = kernel.run("%%c --no-sim -o\n" + cell)
     assert out["status"] == "ok", out
     assert out["stdout"] == "41\n"
     shown = [d["text/plain"] for d in out["data"] if "text/plain" in d]
