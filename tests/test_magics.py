@@ -170,6 +170,20 @@ def test_c_magic_measures_and_simulates_a_pointer_chase(kernel):
 
 
 @pytest.mark.slow
+def test_c_magic_output_option_returns_the_result_shown_once(kernel):
+    """%%c -o returns the CellResult (a later cell reads its stdout and readings), and its table
+    shows once, as the cell's value, not printed as well."""
+    cell = '#include <stdio.h>\nint main(void)\n{\n    puts("41");\n    return 0;\n}\n'
+    out = kernel.run("%%c --no-sim -o\n" + cell)
+    assert out["status"] == "ok", out
+    assert out["stdout"] == "41\n"
+    shown = [d["text/plain"] for d in out["data"] if "text/plain" in d]
+    assert len(shown) == 1 and "main() returned 0" in shown[0], out
+    got = kernel.run("print(int(_.stdout) + 1, _['minflt'].source)")
+    assert got["stdout"] == "42 rusage\n", got
+
+
+@pytest.mark.slow
 def test_c_magic_compile_error_shows_gcc_with_cell_lines(kernel):
     """A compile error comes back as gcc's message at the cell's own line number."""
     out = kernel.run("%%c\nint main(void)\n{\n    return undeclared_thing;\n}\n")
@@ -220,7 +234,7 @@ def test_interrupting_the_kernel_stops_a_watched_worker(kernel):
     """A kernel interrupt while a cell waits on a background worker stops the worker with one
     Interrupted line, and the kernel carries on."""
     out = kernel.run(
-        "from pagelab import _worker\n"
+        "from pagelab.native import worker as _worker\n"
         "import time\n"
         "job = _worker.Job('pagelab.native.worker:selftest', dict(mode='hold', seconds=120,"
         " mib=1))\n"

@@ -10,7 +10,8 @@ import pytest
 from helpers import ROOT
 
 COURSE = "Linux Program Measurement and mmap"
-WRITE_UPS = {  # chapter number -> the title of the write-up its story retells
+WRITE_UPS = {  # chapter number -> the title of the write-up its story retells (or, for the
+    # ebizzy analysis, which gives itself none, how the chapter names it)
     "01": COURSE,
     "02": COURSE,
     "03": COURSE,
@@ -19,7 +20,7 @@ WRITE_UPS = {  # chapter number -> the title of the write-up its story retells
     "06": COURSE,
     "07": COURSE,
     "08": "Digging out the craziest bug you never heard about from 2008",
-    "09": "Basic workload analysis",
+    "09": "The ebizzy analysis",
     "10": COURSE,
     "11": COURSE,
     "12": COURSE,

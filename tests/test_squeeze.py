@@ -1,10 +1,12 @@
 """squeeze: the cgroup v2 sandbox is used only where it is ours to make, and says why not."""
 
+import mmap
 import os
 
 import pytest
 
 import pagelab
+from pagelab.experiments import squeeze as squeeze_module
 
 
 def fake_tree(tmp_path, controllers="cpu memory", subtree="memory", v2=True, own="/lab"):
@@ -40,34 +42,146 @@ def test_no_sandbox_without_a_delegated_memory_controller(tmp_path, kw, why):
     assert parent is None and why in reason
 
 
+def user_manager(tmp_path, subtree="cpu memory pids", socket=True, uid=None):
+    """A fake systemd user manager: its private socket and its cgroup's subtree_control."""
+    uid = os.getuid() if uid is None else uid
+    fake_tree(tmp_path)
+    if socket:
+        (tmp_path / f"run/user/{uid}/systemd").mkdir(parents=True)
+        (tmp_path / f"run/user/{uid}/systemd/private").write_text("")
+    manager = tmp_path / f"sys/fs/cgroup/user.slice/user-{uid}.slice/user@{uid}.service"
+    manager.mkdir(parents=True)
+    (manager / "cgroup.subtree_control").write_text(subtree + "\n")
+    return {"XDG_RUNTIME_DIR": f"/run/user/{uid}"}
+
+
+def test_a_user_manager_with_the_memory_controller_gives_a_scope(tmp_path):
+    """systemd-run, a user manager's socket, and memory among its cgroup's subtree controllers:
+    a transient user scope is possible."""
+    environ = user_manager(tmp_path)
+    got = squeeze_module.systemd_scope(tmp_path, environ, "/usr/bin/systemd-run")
+    assert got == ("/usr/bin/systemd-run", None)
+
+
+@pytest.mark.parametrize(
+    "kw, environ, run, why",
+    [
+        ({}, None, None, "systemd-run is not installed"),
+        ({"socket": False}, None, "/bin/systemd-run", "no systemd user manager"),
+        ({}, {}, "/bin/systemd-run", "no systemd user manager"),
+        ({"subtree": "cpu pids"}, None, "/bin/systemd-run", "holds no memory controller"),
+    ],
+)
+def test_no_scope_without_a_user_manager_holding_memory(
+    tmp_path, monkeypatch, kw, environ, run, why
+):
+    """No systemd-run on the PATH, no user manager, or a manager without the memory controller:
+    no scope, and the reason."""
+    default = user_manager(tmp_path, **kw)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # where run is None, nothing is found
+    found, reason = squeeze_module.systemd_scope(
+        tmp_path, default if environ is None else environ, run
+    )
+    assert found is None and why in reason
+
+
+def test_the_scene_runs_and_without_a_limit_takes_no_major_faults(tmp_path):
+    """The scene that runs inside the sandbox, run here outside one: the victim reads its file
+    three times and the competitor comes and goes; with no limit nothing is evicted, so no pass
+    takes a major fault (the plumbing is real; only the pressure is missing)."""
+    import json
+    import subprocess
+    import sys
+
+    args = {"scratch": str(tmp_path), "file_mb": 8, "competitor_mb": 8, "join": None}
+    p = subprocess.run(
+        [sys.executable, "-I", str(squeeze_module.SCENE), json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert list(report["passes"]) == ["first read", "alone", "after the competitor"]
+    assert all(counts["majflt"] == 0 for counts in report["passes"].values()), report
+    assert report["competitor"] == {**report["competitor"], "started": True, "exit": 0}
+    assert report["competitor"]["minflt"] >= (8 << 20) // mmap.PAGESIZE  # it touched its memory
+    assert list(tmp_path.iterdir()) == []  # the victim's file had no name
+
+
+def synthetic(alone=0, pressed=2000, peak=60 << 20, oom_kill=0, exit=0):
+    """A report as the scene prints it, for judging the claims without a sandbox."""
+    counts = {"minflt": 0, "majflt": 0, "inblock": 0, "oublock": 0, "nvcsw": 0, "nivcsw": 0}
+    return {
+        "how": "a child cgroup of our own",
+        "report": {
+            "cgroup": "/sys/fs/cgroup/lab/pagelab-squeeze-1",
+            "memory.max": str(64 << 20),
+            "passes": {
+                "first read": dict(counts),
+                "alone": {**counts, "majflt": alone},
+                "after the competitor": {**counts, "majflt": pressed, "inblock": pressed * 8},
+            },
+            "stat": {"alone": {"file": 32 << 20}, "after": {"file": 24 << 20}},
+            "events": {"max": 12, "oom": 0, "oom_kill": oom_kill},
+            "peak": peak,
+            "competitor": {"started": True, "exit": exit, "signal": None, "minflt": 10240},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    "kw, faults, bounded",
+    [
+        ({}, True, True),
+        ({"alone": 5}, False, True),  # faults without the competitor: not its pressure
+        ({"pressed": 0}, False, True),  # nothing came back from disk
+        ({"peak": 65 << 20}, True, False),
+        ({"oom_kill": 1, "exit": None}, True, False),
+        ({"peak": None}, True, True),  # before Linux 5.19: no memory.peak, said so
+    ],
+)
+def test_claims_are_judged_on_the_scene_report(kw, faults, bounded):
+    """Major faults count only if the victim took none alone and some after the competitor;
+    bounded means the peak within memory.max, no OOM kill and a competitor that exited."""
+    params = {"file_mb": 32, "competitor_mb": 40, "limit_mb": 64}
+    r = squeeze_module._result(params, synthetic(**kw), None)
+    assert r.claim("squeeze-major-faults").holds is faults
+    assert r.claim("squeeze-bounded").holds is bounded
+    assert r["victim: after the competitor"]["majflt"].source == "rusage"
+
+
 def test_this_machine_runs_the_sandbox_or_says_why():
-    """squeeze either measures in a cgroup of its own (and removes it) or judges nothing, with
+    """squeeze either measures in a sandbox of its own (and removes it) or judges nothing, with
     the reason; nothing is left behind under this process's cgroup."""
     parent, reason = pagelab.sandbox_parent()
     before = set(os.listdir(parent)) if parent else set()
-    r = pagelab.squeeze(file_mb=32, limit_mb=8, passes=2)
-    if parent is None:
-        print(f"sandbox not possible here: {reason}")
-        assert r.measurements == [] and all(c.holds is None for c in r.claims)
-        assert all(c.reason == reason for c in r.claims)
+    r = pagelab.squeeze()
+    if not r.measurements:
+        print(f"sandbox not possible here: {r.claims[0].reason}")
+        assert all(c.holds is None and c.reason for c in r.claims)
+        assert parent is None and reason in r.claims[0].reason
         return
-    assert set(os.listdir(parent)) == before
-    run = r["sandboxed run"]
-    assert run["majflt"].source == "rusage" and run["oublock"].source == "rusage"
+    if parent:
+        assert set(os.listdir(parent)) == before
+    assert r["victim: alone"]["majflt"].source == "rusage"
     assert r.claim("squeeze-major-faults").holds is True, r.claim("squeeze-major-faults")
+    assert r.claim("squeeze-bounded").holds is True, r.claim("squeeze-bounded")
 
 
 @pytest.mark.parametrize(
     "kw",
     [
         {"file_mb": 0},
-        {"limit_mb": 4},
-        {"passes": 1},
-        {"file_mb": 16, "limit_mb": 16},
-        {"file_mb": "8"},
+        {"limit_mb": 8},
+        {"competitor_mb": "8"},
+        {"file_mb": 56},  # leaves no room beside it under the 64 MiB limit
+        {"competitor_mb": 56},
+        {"file_mb": 16, "competitor_mb": 16},  # both fit together: nothing is squeezed
     ],
 )
 def test_bad_sizes_are_bad_input(kw):
-    """Sizes out of range, a limit not below the file, or non-integers: one BadInput."""
+    """Sizes out of range, a process that would not fit the limit alone, sizes that do not
+    squeeze, or non-integers: one BadInput."""
     with pytest.raises(pagelab.BadInput, match="squeeze"):
         pagelab.squeeze(**kw)

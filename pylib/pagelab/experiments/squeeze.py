@@ -1,18 +1,27 @@
-"""Major faults under real memory pressure, bounded: a child cgroup v2 with memory.max.
+"""Major faults caused by another process's memory pressure, bounded: a cgroup v2 memory.max.
 
-A child process in a cgroup of its own writes a file larger than the cgroup's memory.max, then
-reads it through a mapping several times. The limit forces the kernel to write back and reclaim
-the file's pages inside the cgroup, so re-reading takes real major faults; the rest of the
-machine never feels it (the limit bounds the child, not the machine).
+A victim in a cgroup of its own reads a file that fits under the cgroup's memory.max, alone: no
+major faults. Then a competitor in the same cgroup fills most of the limit with anonymous memory,
+which cannot go to swap (the cgroup's swap is 0), so the kernel reclaims the victim's clean file
+pages inside the cgroup, and the victim's next read takes major faults. The limit bounds the two
+processes, not the machine; the scene itself is experiments/squeeze_scene.py.
 
-Only where this machine lets the lab create a cgroup of its own: cgroup v2 mounted, the memory
-controller enabled for the children of this process's cgroup, and the directory writable. pagelab
-never changes a cgroup it did not create; where any of that is missing, the result says why and
-the chapters fall back to the deterministic eviction of experiment ``competition``.
+Two ways to a cgroup of our own, detected by reading only, each gone after the run:
+- a child of this process's cgroup v2 group, where the memory controller is enabled for that
+  group's children and the directory is writable (containers and services set up that way);
+- a transient systemd user scope (``systemd-run --user --scope -p MemoryMax=...``), where a
+  systemd user manager runs and holds the memory controller for its units.
+pagelab never writes to a cgroup it did not create; where neither way exists, the result says why.
 """
 
+import contextlib
+import json
 import mmap
 import os
+import shutil
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -25,15 +34,15 @@ from ..native import worker as _worker
 from ..results.result import Claim, Measured, Result
 
 MIB = 1 << 20
-MIN_LIMIT_MB = 8  # below this the child's own interpreter pages crowd out the file
-MAX_FILE_MB = 1024
+HEADROOM_MB = 16  # room under memory.max for the scene's own interpreter beside either process
+MAX_MB = 1024
 TIMEOUT = 120
+SCENE = Path(__file__).with_name("squeeze_scene.py")
+SYSTEMD_ENV = ("XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS")  # how systemd-run finds the manager
 
 
-def sandbox_parent(root="/"):
-    """(cgroup directory, None) where a child cgroup with memory.max can be created here, else
-    (None, reason). Reads only; ``root`` lets tests point it at a fake /proc and /sys."""
-    root = Path(root)
+def _cgroup2(root):
+    """(cgroup2 mount point, this process's cgroup path), or (None, reason)."""
     try:
         mounts = (root / "proc/self/mounts").read_text().splitlines()
         own = (root / "proc/self/cgroup").read_text().splitlines()
@@ -43,7 +52,16 @@ def sandbox_parent(root="/"):
     path = next((line[3:] for line in own if line.startswith("0::")), None)
     if not v2 or path is None:
         return None, "no cgroup v2 hierarchy is mounted here"
-    parent = root / v2[0].lstrip("/") / path.lstrip("/")
+    return root / v2[0].lstrip("/"), path
+
+
+def sandbox_parent(root="/"):
+    """(cgroup directory, None) where a child cgroup with memory.max can be created here, else
+    (None, reason). Reads only; ``root`` lets tests point it at a fake /proc and /sys."""
+    mount, path = _cgroup2(Path(root))
+    if mount is None:
+        return None, path
+    parent = mount / path.lstrip("/")
     try:
         controllers = (parent / "cgroup.controllers").read_text().split()
         delegated = (parent / "cgroup.subtree_control").read_text().split()
@@ -64,38 +82,79 @@ def sandbox_parent(root="/"):
     return parent, None
 
 
-def squeeze(file_mb=64, limit_mb=16, passes=3):
-    """Read a ``file_mb`` file ``passes`` times in a cgroup whose memory.max is ``limit_mb``.
+def systemd_scope(root="/", environ=None, systemd_run=None):
+    """(systemd-run's path, None) where a transient user scope can carry a MemoryMax here, else
+    (None, reason). Reads only: the user manager's socket and its cgroup's controllers."""
+    environ = os.environ if environ is None else environ
+    systemd_run = systemd_run or shutil.which("systemd-run")
+    if not systemd_run:
+        return None, "systemd-run is not installed"
+    runtime = environ.get("XDG_RUNTIME_DIR")
+    if not runtime or not (Path(root) / runtime.lstrip("/") / "systemd/private").exists():
+        return None, "no systemd user manager runs for this user (no $XDG_RUNTIME_DIR/systemd)"
+    mount, _ = _cgroup2(Path(root))
+    if mount is None:
+        return None, "no cgroup v2 hierarchy is mounted here"
+    uid = os.getuid()
+    manager = mount / f"user.slice/user-{uid}.slice/user@{uid}.service"
+    try:
+        delegated = (manager / "cgroup.subtree_control").read_text().split()
+    except OSError as e:
+        return None, f"cannot read the user manager's cgroup ({e.strerror})"
+    if "memory" not in delegated:
+        return None, "the systemd user manager holds no memory controller for its units"
+    return systemd_run, None
 
-    Returns a Result (experiment "squeeze"): the child's rusage (majflt, oublock, nivcsw...) and
-    the cgroup's memory.events, or, where no sandbox can be made here, no measurements and
-    claims that say why (see ``sandbox_parent``)."""
-    for name, value, low, high in (
-        ("file_mb", file_mb, 1, MAX_FILE_MB),
-        ("limit_mb", limit_mb, MIN_LIMIT_MB, MAX_FILE_MB),
-        ("passes", passes, 2, 100),
+
+def squeeze(file_mb=32, competitor_mb=40, limit_mb=64):
+    """A victim reads a ``file_mb`` file alone, then after a competitor took ``competitor_mb`` of
+    anonymous memory, both in a cgroup whose memory.max is ``limit_mb``.
+
+    Returns a Result (experiment "squeeze"): the victim's rusage per pass, the cgroup's
+    memory.stat, memory.events and memory.peak, and how the competitor ended; or, where no
+    sandbox can be made here, no measurements and claims that say why."""
+    for name, value, low in (
+        ("file_mb", file_mb, 8),
+        ("competitor_mb", competitor_mb, 8),
+        ("limit_mb", limit_mb, 8 + HEADROOM_MB),
     ):
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise BadInput(f"squeeze: {name} must be an integer in {low}..{high}, got {value!r}")
-    if limit_mb >= file_mb:
-        raise BadInput(f"squeeze: limit_mb ({limit_mb}) must be below file_mb ({file_mb})")
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_MB:
+            raise BadInput(f"squeeze: {name} must be an integer in {low}..{MAX_MB}, got {value!r}")
+    for name, value in (("file_mb", file_mb), ("competitor_mb", competitor_mb)):
+        if value + HEADROOM_MB > limit_mb:
+            raise BadInput(
+                f"squeeze: {name} ({value}) must leave {HEADROOM_MB} MiB of limit_mb "
+                f"({limit_mb}): each process must fit under the limit on its own"
+            )
+    if file_mb + competitor_mb <= limit_mb:
+        raise BadInput(
+            f"squeeze: file_mb + competitor_mb ({file_mb + competitor_mb}) must be more than "
+            f"limit_mb ({limit_mb}), or nothing is squeezed"
+        )
     budget = env.memory_budget()["bytes"]
     if budget is not None and limit_mb * MIB > budget:
         raise BadInput(f"squeeze: limit_mb ({limit_mb}) is over the memory budget")
-    params = {"file_mb": file_mb, "limit_mb": limit_mb, "passes": passes}
-    parent, reason = sandbox_parent()
-    if parent is not None:
-        scratch = _scratch.choose(file_mb * MIB, "squeeze")
-        if not scratch.disk_backed:  # a file in memory could only be evicted to swap
-            reason = f"no disk-backed scratch directory ({scratch.path} is {scratch.fs_type})"
-    if reason:
+    params = {"file_mb": file_mb, "competitor_mb": competitor_mb, "limit_mb": limit_mb}
+    parent, no_child = sandbox_parent()
+    systemd_run, no_scope = (None, None) if parent else systemd_scope()
+    if parent is None and systemd_run is None:
+        reason = f"no cgroup of our own ({no_child}), and no systemd user scope ({no_scope})"
+        return _result(params, None, reason)
+    scratch = _scratch.choose(file_mb * MIB, "squeeze")
+    if not scratch.disk_backed:  # a file in memory could only be evicted to swap
+        reason = f"no disk-backed scratch directory ({scratch.path} is {scratch.fs_type})"
         return _result(params, None, reason)
     raw = _worker.call(
         "pagelab.experiments.squeeze:sandboxed",
-        {"parent": str(parent), "scratch": scratch.path, **params},
+        {
+            "parent": str(parent) if parent else None,
+            "systemd_run": systemd_run,
+            "scratch": scratch.path,
+            **params,
+        },
         timeout=TIMEOUT,
-        address_space=file_mb * MIB,
         what="squeeze",
+        pass_env=SYSTEMD_ENV,
     )
     return _result(params, raw, None)
 
@@ -103,34 +162,25 @@ def squeeze(file_mb=64, limit_mb=16, passes=3):
 # ---- inside the worker ----------------------------------------------------------------------
 
 
-def sandboxed(parent, scratch, file_mb, limit_mb, passes):
-    """Make the cgroup, run the child in it, wait, read its accounting, remove the cgroup."""
+def sandboxed(parent, systemd_run, scratch, file_mb, competitor_mb, limit_mb):
+    """Make the cgroup (or the scope), run the scene in it, return what it reported."""
+    limit = limit_mb * MIB
+    args = {"scratch": scratch, "file_mb": file_mb, "competitor_mb": competitor_mb, "join": None}
+    if parent is None:  # systemd creates the scope and removes it when the scene ends
+        how = f"a transient systemd user scope (systemd-run --user --scope -p MemoryMax={limit})"
+        cmd = [systemd_run, "--user", "--scope", "--quiet", "--collect"]
+        cmd += ["-p", f"MemoryMax={limit}", "-p", "MemorySwapMax=0", "--", *_scene(args)]
+        return {"how": how, **_run_scene(cmd)}
     cg = Path(parent) / f"pagelab-squeeze-{os.getpid()}"
     cg.mkdir()
     try:
-        (cg / "memory.max").write_text(str(limit_mb * MIB))
+        (cg / "memory.max").write_text(str(limit))
         if (cg / "memory.swap.max").exists():
-            (cg / "memory.swap.max").write_text("0")  # file pages only: nothing goes to swap
-        t0 = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            _child(cg, scratch, file_mb, passes)  # never returns
-        status, usage = _wait(pid, TIMEOUT - 10)
-        elapsed = time.monotonic() - t0
-        events = dict(line.split() for line in (cg / "memory.events").read_text().splitlines())
-        peak = cg / "memory.peak"
-        return {
-            "status": status,
-            "elapsed": elapsed,
-            "rusage": {
-                f: getattr(usage, "ru_" + f)
-                for f in ("minflt", "majflt", "inblock", "oublock", "nvcsw", "nivcsw")
-            },
-            "events": {k: int(v) for k, v in events.items()},
-            "peak": int(peak.read_text()) if peak.exists() else None,
-        }
+            (cg / "memory.swap.max").write_text("0")  # anonymous pages cannot go to swap
+        how = f"a child cgroup of our own, {cg.name}, under {parent}"
+        return {"how": how, **_run_scene(_scene({**args, "join": str(cg / "cgroup.procs")}))}
     finally:
-        for _ in range(50):  # the exited child leaves the cgroup a moment after wait4
+        for _ in range(50):  # the exited scene leaves the cgroup a moment after it is reaped
             try:
                 cg.rmdir()
                 break
@@ -138,89 +188,108 @@ def sandboxed(parent, scratch, file_mb, limit_mb, passes):
                 time.sleep(0.1)
 
 
-def _wait(pid, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        done, status, usage = os.wait4(pid, os.WNOHANG)
-        if done:
-            return status, usage
-        time.sleep(0.05)
-    os.kill(pid, 9)
-    _, status, usage = os.wait4(pid, 0)
-    return status, usage
+def _scene(args):
+    """The scene's command line: this interpreter, isolated (-I: no script directory on the
+    path, no user site), running pagelab/experiments/squeeze_scene.py as a script."""
+    return [sys.executable, "-I", str(SCENE), json.dumps(args)]
 
 
-def _child(cg, scratch, file_mb, passes):
-    """Join the cgroup, write the file, then read it through a mapping ``passes`` times."""
-    code = 1
+def _run_scene(cmd):
+    """Run the scene; kill its whole process group if it outlives the timeout. Returns the
+    scene's report, or {"error": why}."""
+    p = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # the scene and its competitor: one group to kill
+    )
     try:
-        (cg / "cgroup.procs").write_text("0")
-        block = b"\1" * MIB
-        with open(os.path.join(scratch, f".pagelab-squeeze-{os.getpid()}"), "w+b") as f:
-            os.unlink(f.name)  # no name: the file vanishes with the child
-            for _ in range(file_mb):
-                f.write(block)
-            f.flush()
-            os.fdatasync(f.fileno())
-            with mmap.mmap(f.fileno(), file_mb * MIB, prot=mmap.PROT_READ) as m:
-                for _ in range(passes):
-                    for off in range(0, file_mb * MIB, mmap.PAGESIZE):
-                        m[off]  # one read per page: a fault wherever the limit evicted it
-        code = 0
-    finally:
-        os._exit(code)
+        out, err = p.communicate(timeout=TIMEOUT - 10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):  # already gone
+            os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return {"error": f"the scene ran longer than {TIMEOUT - 10} s and was stopped"}
+    if p.returncode != 0:
+        last = (err.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        return {"error": f"the scene failed: {last}"}
+    return {"report": json.loads(out.strip().splitlines()[-1])}
 
 
 # ---- the result -------------------------------------------------------------------------------
 
+CLAIMS = (
+    (
+        "squeeze-major-faults",
+        "the victim's file stayed in memory while it ran alone; a competitor in the same cgroup "
+        "pushed its pages out, and reading them again took major faults (physics: pages the "
+        "limit evicted must come back from disk)",
+    ),
+    (
+        "squeeze-bounded",
+        "memory.max held both processes: the cgroup's peak stayed within it and nothing was "
+        "killed, and the rest of the machine was never squeezed",
+    ),
+)
+
 
 def _result(params, raw, reason):
-    claims_text = (
-        (
-            "squeeze-major-faults",
-            "with memory.max below the file's size, reading the file again takes major faults "
-            "(physics: pages the limit evicted must come back from disk)",
-        ),
-        (
-            "squeeze-bounded",
-            "the cgroup held the run within memory.max: the rest of the machine was never squeezed",
-        ),
-    )
-    if raw is None:
-        claims = [Claim(cid, text, None, reason=reason) for cid, text in claims_text]
+    if raw is not None and "error" in raw:
+        reason = raw["error"]
+    if reason:
+        claims = [Claim(cid, text, None, reason=reason) for cid, text in CLAIMS]
         return Result("squeeze", params, environment(), [], claims, [f"no sandbox: {reason}"])
-    m = Measured("sandboxed run")
-    for name, value in raw["rusage"].items():
-        m.add(Reading(name, value, "rusage"))
-    m.add(Reading("elapsed", raw["elapsed"], "clock", "s"))
+    r = raw["report"]
+    pages = params["file_mb"] * MIB // mmap.PAGESIZE
+    measurements = []
+    for label, counts in r["passes"].items():
+        m = Measured(f"victim: {label}")
+        for name, value in counts.items():
+            m.add(Reading(name, value, "rusage"))
+        measurements.append(m)
+    cg = Measured("cgroup")
+    for label, stat in r["stat"].items():
+        if "file" in stat:
+            cg.add(Reading(f"file {label}", stat["file"] / MIB, "rusage", "MiB"))
     for name in ("max", "oom", "oom_kill"):
-        if name in raw["events"]:
-            m.add(Reading(f"memory.events {name}", raw["events"][name], "rusage"))
-    if raw["peak"] is not None:
-        m.add(Reading("memory.peak", raw["peak"] / MIB, "rusage", "MiB"))
-    ok = os.WIFEXITED(raw["status"]) and os.WEXITSTATUS(raw["status"]) == 0
-    majflt = raw["rusage"]["majflt"]
+        if name in r["events"]:
+            cg.add(Reading(f"memory.events {name}", r["events"][name], "rusage"))
+    if r["peak"] is not None:
+        cg.add(Reading("memory.peak", r["peak"] / MIB, "rusage", "MiB"))
+    measurements.append(cg)
+    alone = r["passes"]["alone"]["majflt"]
+    pressed = r["passes"]["after the competitor"]["majflt"]
+    comp = r["competitor"]
+    survived = comp["started"] and comp["exit"] == 0
+    killed = r["events"].get("oom_kill", 0)
     limit = params["limit_mb"] * MIB
+    within = r["peak"] is None or r["peak"] <= limit
     claims = [
         Claim(
-            claims_text[0][0],
-            claims_text[0][1],
-            ok and majflt > 0,
-            f"{majflt:,} major faults over {params['passes']} passes of a "
-            f"{params['file_mb']} MiB file in {params['limit_mb']} MiB (rusage)"
-            + ("" if ok else "; the child did not finish (killed by the limit or the timeout)"),
+            *CLAIMS[0],
+            alone == 0 and pressed >= pages // 100,
+            f"victim's major faults reading its {pages:,} pages: {alone:,} alone, {pressed:,} "
+            f"after the competitor took {params['competitor_mb']} MiB of the "
+            f"{params['limit_mb']} MiB (rusage)",
         ),
         Claim(
-            claims_text[1][0],
-            claims_text[1][1],
-            raw["peak"] is None or raw["peak"] <= limit,
-            "memory.peak not available in this kernel (before 5.19)"
-            if raw["peak"] is None
-            else f"peak {raw['peak'] / MIB:.1f} MiB of {params['limit_mb']} MiB (rusage)",
+            *CLAIMS[1],
+            within and survived and killed == 0,
+            (
+                "memory.peak not available in this kernel (before 5.19)"
+                if r["peak"] is None
+                else f"peak {r['peak'] / MIB:.1f} MiB of {params['limit_mb']} MiB"
+            )
+            + f"; oom_kill {killed}; the competitor "
+            + ("exited normally" if survived else f"did not (signal {comp['signal']})")
+            + " (rusage)",
         ),
     ]
     notes = [
-        "a child cgroup of our own was created for this run and removed after it; memory.max "
-        "bounded the child only",
+        f"sandbox: {raw['how']}, removed after the run; memory.max {params['limit_mb']} MiB "
+        "bounded the victim and the competitor only",
+        "the victim's mapping is MADV_RANDOM: no readahead, so each page read back from disk is "
+        "a major fault of its own",
     ]
-    return Result("squeeze", params, environment(), [m], claims, notes)
+    return Result("squeeze", params, environment(), measurements, claims, notes)

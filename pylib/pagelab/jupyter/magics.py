@@ -104,8 +104,9 @@ class PagelabMagics(Magics):
             return _fail(str(e))
         if result.stdout:
             print(result.stdout, end="" if result.stdout.endswith("\n") else "\n")
+        if args.output:
+            return result  # shown once, as the cell's value
         print(result)
-        return result if args.output else None
 
     @magic_arguments()
     @argument("pid", nargs="?", type=int, help="a process id (default: this kernel)")
