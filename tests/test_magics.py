@@ -220,7 +220,7 @@ def test_interrupting_the_kernel_stops_a_watched_worker(kernel):
     """A kernel interrupt while a cell waits on a background worker stops the worker with one
     Interrupted line, and the kernel carries on."""
     out = kernel.run(
-        "from pagelab import _worker\n"
+        "from pagelab.native import worker as _worker\n"
         "import time\n"
         "job = _worker.Job('pagelab.native.worker:selftest', dict(mode='hold', seconds=120,"
         " mib=1))\n"

@@ -40,7 +40,7 @@ PROC = [name for name, _, _ in PROC_ROWS]
 # process): while the file FAULT names exists, reading a kernel raises.
 FAULT_CONFIG = """
 import os
-from pagelab import _kernelwatch
+from pagelab.jupyter import kernelwatch as _kernelwatch
 _read = _kernelwatch.Watched.read
 def read(self):
     if os.path.exists({flag!r}):
