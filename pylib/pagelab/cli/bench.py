@@ -255,8 +255,8 @@ class _Bench:
             statistics.median(walls),
             "s",
             "wall time of one trivial task in a fresh worker process (start, run, result, exit)",
-            "python -c 'from pagelab import _worker; "
-            '_worker.call("platform:python_version", {})\'',
+            "python -c 'from pagelab.native import worker; "
+            'worker.call("platform:python_version", {})\'',
         )
 
     def run_all(self):
