@@ -1,4 +1,4 @@
-"""What runs inside the squeeze's cgroup: a victim and a competitor (see pagelab.experiments.squeeze).
+"""What runs inside the squeeze's cgroup: a victim and a competitor (see experiments.squeeze).
 
 Started as a fresh interpreter already inside the cgroup, so it imports the standard library
 only: every page it touches is charged to memory.max, and the interpreter's own must stay few.
