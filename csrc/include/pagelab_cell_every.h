@@ -23,8 +23,11 @@
 #define PL_HOOK __attribute__((visibility("hidden"), no_sanitize_thread, noinline, used))
 #define PL_HELPER __attribute__((no_sanitize_thread)) static
 #define PL_HERE __builtin_return_address(0)
+/* (a constructor may run before pagelab has set the hooks: its accesses are not simulated) */
 #define PL_TOUCH(p, n, w)                                                                          \
-    pl_cell_hooks.touch(pl_cell_hooks.ctx, (uint64_t)(uintptr_t)(p), (uint64_t)(n), (w), PL_HERE)
+    (pl_cell_hooks.touch ? pl_cell_hooks.touch(pl_cell_hooks.ctx, (uint64_t)(uintptr_t)(p),       \
+                                               (uint64_t)(n), (w), PL_HERE)                        \
+                         : (void)0)
 
 /* plain, unaligned and volatile loads and stores of 1 to 16 bytes */
 #define PL_ACCESS_HOOK(name, n, w)                                                                 \
@@ -177,9 +180,9 @@ PL_HELPER void pl_pieces(const void *pc, const void *s, void *d, size_t n)
 {
     for (size_t i = 0; i < n; i += PL_CELL_CHUNK) {
         size_t k = n - i < PL_CELL_CHUNK ? n - i : PL_CELL_CHUNK;
-        if (s)
+        if (s && pl_cell_hooks.touch)
             pl_cell_hooks.touch(pl_cell_hooks.ctx, (uintptr_t)s + i, k, 0, pc);
-        if (d)
+        if (d && pl_cell_hooks.touch)
             pl_cell_hooks.touch(pl_cell_hooks.ctx, (uintptr_t)d + i, k, 1, pc);
     }
 }

@@ -42,6 +42,7 @@ from ..sim.lines import COUNTS, LineCounts, LineView
 
 HEADER = "pagelab_cell.h"
 EVERY_HEADER = "pagelab_cell_every.h"  # the instrumentation's hooks and the libc wrappers
+SOURCE_FILE = "cell.c"  # what is compiled: the header's include, #line, the source
 MODES = ("every", "marked")
 # The student's cell is GNU C (PL_KEEP uses __typeof__ and an asm barrier), built like a program
 # would be but as a shared object; --no-undefined makes a missing function a link error here
@@ -339,7 +340,7 @@ def _wrapped(include):
 
 def _commands(cc, include, mode, work):
     """The compiler commands of both builds, in work/, as (variant, [commands])."""
-    c, inc = str(work / "cell.c"), ["-I", str(include)]
+    c, inc = str(work / SOURCE_FILE), ["-I", str(include)]
     measured = [[*cc, *COMPILE, *LINK, *inc, "-o", str(work / "cell-measured.so"), c, "-lm"]]
     so = str(work / "cell-sim.so")
     if mode == "marked":
@@ -387,7 +388,7 @@ def build(source, mode, cache, force=False, name="cell"):
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=cache))
     try:
         # the include comes first, then #line, so gcc numbers its messages as lines of the cell
-        (work / "cell.c").write_text(f'#include "{HEADER}"\n#line 1 "{name}"\n{source}\n')
+        (work / SOURCE_FILE).write_text(f'#include "{HEADER}"\n#line 1 "{name}"\n{source}\n')
         first, sim = _commands(cc, include, mode, work)
         # the measured build is compiled even for `pagelab sim c`: it gives the plain errors
         warnings = _run_cc(first[0])
@@ -520,7 +521,9 @@ def _addr2line(path, offsets, name):
     where = {}
     for offset, line in zip(offsets, out):
         m = _WHERE.match(line)
-        if m and os.path.basename(m[1]) == name:
+        # (gcc names a line whose code came from a macro, PL_LOAD's, by the file compiled, with
+        # the line numbers of #line)
+        if m and os.path.basename(m[1]) in (name, SOURCE_FILE):
             where[offset] = int(m[2])
     return where
 
