@@ -158,7 +158,7 @@ def test_measured_build_is_not_instrumented():
 
 
 def _worker_build(source, force=False, mode="every"):
-    return _cell.build(source, mode, _cell.cache_dir(), force=force)
+    return _cell._build(source, mode, force, "cell")
 
 
 def test_an_unchanged_cell_is_not_compiled_again_and_force_does():

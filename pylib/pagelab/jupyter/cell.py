@@ -224,17 +224,26 @@ def _check(source, sim, name):
 
 
 def _build(source, mode, force, name):
-    return _worker.call(
-        "pagelab.jupyter.cell:build",
-        {
-            "source": source,
-            "mode": mode,
-            "cache": cache_dir(),
-            "force": force,
-            "name": name,
-        },
-        what="C cell compiler",
+    """The builds of ``source``: the cache's, or compiled in a worker (the compiler's
+    failures and limits stay there)."""
+    entry, cc = cache_entry(source, mode, name)
+    if not force and (entry / "build.json").exists():
+        return _built(entry, json.loads((entry / "build.json").read_text()), cached=True)
+    args = {"source": source, "mode": mode, "entry": str(entry), "cc": cc, "name": name}
+    return _worker.call("pagelab.jupyter.cell:build", args, what="C cell compiler")
+
+
+def cache_entry(source, mode, name="cell"):
+    """(the cache directory of this build, the compiler command): the key is the source, the
+    mode, the name, the flags, the compiler and its version, pagelab's version and headers."""
+    include = include_dir()
+    cc = _compiler()
+    version = subprocess.run([*cc, "--version"], capture_output=True, text=True).stdout
+    headers = [(include / h).read_text() for h in (HEADER, EVERY_HEADER)]
+    key = json.dumps(
+        [source, mode, name, cc, version, __version__, headers, COMPILE, LINK, SIM_FLAGS]
     )
+    return Path(cache_dir()) / hashlib.sha256(key.encode()).hexdigest()[:32], cc
 
 
 def _sim_readings(raw):
@@ -370,22 +379,14 @@ def _unseen(work, include):
     return sorted(names - set(_wrapped(include)))
 
 
-def build(source, mode, cache, force=False, name="cell"):
-    """Compile the measured and the simulated shared objects into the cache (or reuse them);
-    BadInput carries gcc's errors at the cell's line numbers."""
+def build(source, mode, entry, cc, name="cell"):
+    """Compile the measured and the simulated shared objects into the cache directory
+    ``entry`` with the compiler ``cc``; BadInput carries gcc's errors at the cell's line
+    numbers."""
     include = include_dir()
-    cc = _compiler()
-    version = subprocess.run([*cc, "--version"], capture_output=True, text=True).stdout
-    headers = [(include / h).read_text() for h in (HEADER, EVERY_HEADER)]
-    key = json.dumps(
-        [source, mode, name, cc, version, __version__, headers, COMPILE, LINK, SIM_FLAGS]
-    )
-    entry = Path(cache) / hashlib.sha256(key.encode()).hexdigest()[:32]
-    done = entry / "build.json"
-    if done.exists() and not force:
-        return _built(entry, json.loads(done.read_text()), cached=True)
-    Path(cache).mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".build-", dir=cache))
+    entry = Path(entry)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=entry.parent))
     try:
         # the include comes first, then #line, so gcc numbers its messages as lines of the cell
         (work / SOURCE_FILE).write_text(f'#include "{HEADER}"\n#line 1 "{name}"\n{source}\n')
@@ -396,8 +397,7 @@ def build(source, mode, cache, force=False, name="cell"):
             _run_cc(cmd)
         record = {"warnings": warnings, "unseen": _unseen(work, include) if mode == "every" else []}
         (work / "build.json").write_text(json.dumps(record))
-        if force:
-            shutil.rmtree(entry, ignore_errors=True)
+        shutil.rmtree(entry, ignore_errors=True)  # a forced rebuild replaces the old one
         try:
             work.rename(entry)
         except OSError:  # another process built the same cell meanwhile: theirs is as good
