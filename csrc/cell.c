@@ -15,14 +15,14 @@
 #define NO_OFFSET UINT64_MAX
 
 struct pl_cell_sites {
-    void *thread;           /* main()'s thread pointer: the only thread simulated (the model
-                               is one core's caches) */
-    uintptr_t base;         /* the cell's load address: offsets are relative to it */
-    uintptr_t lo, hi;       /* its code, [lo, hi) */
-    uint32_t *slot;         /* per code byte: 1 + the index of its site, or 0 */
-    uint32_t cap;           /* sites allocated */
-    int counting;           /* 0 once the first region has ended */
-    struct pl_sim *sim;     /* the simulator, and its counts as they stand: */
+    void *thread;       /* main()'s thread pointer: the only thread simulated (the model
+                           is one core's caches) */
+    uintptr_t base;     /* the cell's load address: offsets are relative to it */
+    uintptr_t lo, hi;   /* its code, [lo, hi) */
+    uint32_t *slot;     /* per code byte: 1 + the index of its site, or 0 */
+    uint32_t cap;       /* sites allocated */
+    int counting;       /* 0 once the first region has ended */
+    struct pl_sim *sim; /* the simulator, and its counts as they stand: */
     const struct pl_sim_counts *l1, *llc, *tlb, *probe;
     struct pl_sim_counts seen_l1, seen_llc, seen_tlb; /* at the last access charged */
     uint64_t seen;                                    /* probe's reads + writes then */
@@ -96,8 +96,8 @@ static void charge(struct pl_cell_sites *x, struct pl_cell_site *s)
         s->conflict += l1.conflict - x->seen_l1.conflict;
         s->llc_read_misses += llc.read_misses - x->seen_llc.read_misses;
         s->llc_write_misses += llc.write_misses - x->seen_llc.write_misses;
-        s->tlb_misses += tlb.read_misses + tlb.write_misses - x->seen_tlb.read_misses -
-                         x->seen_tlb.write_misses;
+        s->tlb_misses +=
+            tlb.read_misses + tlb.write_misses - x->seen_tlb.read_misses - x->seen_tlb.write_misses;
     }
     x->seen_l1 = l1, x->seen_llc = llc, x->seen_tlb = tlb;
     x->seen = total(x->probe);

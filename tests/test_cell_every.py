@@ -206,7 +206,7 @@ int main(void)
     return a[3] == 3 ? 0 : 1;
 }
 """
-    readings, lines, run = _cell.simulate(src, config=L1)
+    _, lines, run = _cell.simulate(src, config=L1)
     assert run["status"] == 0
     assert lines.lines.get(3) is None
     assert any("other threads" in n and "not simulated" in n for n in lines.notes)
@@ -258,3 +258,31 @@ def test_the_line_view_marks_the_hottest_lines():
     assert [x["line"] for x in d["lines"]] == [2, 3]
     assert d["lines"][1]["l1_write_misses"] == 9 and d["source"] == "sim"
     assert json.loads(json.dumps(d)) == d
+
+
+def test_sim_c_prints_the_lines_and_its_json_follows_the_schema(pagelab_cmd, tmp_path):
+    """`pagelab sim c FILE.c` prints the counts and the annotated source; --json is one
+    document of the schema's sim_c kind; a bad geometry is one line and exit 2."""
+    from helpers import json_document
+
+    prog = tmp_path / "sum.c"
+    prog.write_text(
+        "int a[2048];\nint main(void)\n{\n    long s = 0;\n    for (int i = 0; i < 2048; i++)\n"
+        "        s += a[i];\n    return (int)(s & 1);\n}\n"
+    )
+    text = subprocess.run(
+        [*pagelab_cmd, "sim", "c", str(prog), "--l1", "32K:8:64"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert re.search(r"^ +6 +2,048 .* s \+= a\[i\];   <- #1$", text, re.M)
+    out = subprocess.run(
+        [*pagelab_cmd, "sim", "c", str(prog), "--json"], capture_output=True, text=True, check=True
+    ).stdout
+    doc = json_document(out, "sim_c")
+    assert [x["line"] for x in doc["lines"]["lines"]] == [6]
+    bad = subprocess.run(
+        [*pagelab_cmd, "sim", "c", str(prog), "--l1", "32K:7:64"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1

@@ -25,7 +25,7 @@
 #define PL_HERE __builtin_return_address(0)
 /* (a constructor may run before pagelab has set the hooks: its accesses are not simulated) */
 #define PL_TOUCH(p, n, w)                                                                          \
-    (pl_cell_hooks.touch ? pl_cell_hooks.touch(pl_cell_hooks.ctx, (uint64_t)(uintptr_t)(p),       \
+    (pl_cell_hooks.touch ? pl_cell_hooks.touch(pl_cell_hooks.ctx, (uint64_t)(uintptr_t)(p),        \
                                                (uint64_t)(n), (w), PL_HERE)                        \
                          : (void)0)
 
@@ -63,9 +63,7 @@ PL_HOOK void __tsan_write_range(void *p, long n)
 
 /* not data accesses */
 PL_HOOK void __tsan_init(void);
-PL_HOOK void __tsan_init(void)
-{
-}
+PL_HOOK void __tsan_init(void) {}
 PL_HOOK void __tsan_func_entry(void *caller);
 PL_HOOK void __tsan_func_entry(void *caller)
 {
@@ -118,8 +116,8 @@ PL_HOOK void __tsan_func_exit(void *unused)
     {                                                                                              \
         (void)mo, (void)fail;                                                                      \
         PL_TOUCH(a, sizeof(T), 0);                                                                 \
-        _Bool done = __atomic_compare_exchange_n((volatile T *)a, (T *)expected, v, 0, PL_SC,      \
-                                                 PL_SC);                                           \
+        _Bool done =                                                                               \
+            __atomic_compare_exchange_n((volatile T *)a, (T *)expected, v, 0, PL_SC, PL_SC);       \
         if (done)                                                                                  \
             PL_TOUCH(a, sizeof(T), 1);                                                             \
         return done;                                                                               \
@@ -131,8 +129,8 @@ PL_HOOK void __tsan_func_exit(void *unused)
     {                                                                                              \
         (void)mo, (void)fail;                                                                      \
         PL_TOUCH(a, sizeof(T), 0);                                                                 \
-        _Bool done = __atomic_compare_exchange_n((volatile T *)a, (T *)expected, v, 1, PL_SC,      \
-                                                 PL_SC);                                           \
+        _Bool done =                                                                               \
+            __atomic_compare_exchange_n((volatile T *)a, (T *)expected, v, 1, PL_SC, PL_SC);       \
         if (done)                                                                                  \
             PL_TOUCH(a, sizeof(T), 1);                                                             \
         return done;                                                                               \

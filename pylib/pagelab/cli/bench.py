@@ -422,7 +422,11 @@ class _Bench:
             units = {"speedup": "x", "trace_speedup": "x", "miss_agreement": "fraction"}
             out = {f"sim.vs_cachegrind.{k}": _unavailable(u, "", reason) for k, u in units.items()}
             return {**out, "sim.cell_vs_cachegrind.speedup": _unavailable("x", "", reason)}
-        return {**self.cachegrind_workload(), **self.cachegrind_trace(), **self.cell_vs_cachegrind()}
+        return {
+            **self.cachegrind_workload(),
+            **self.cachegrind_trace(),
+            **self.cell_vs_cachegrind(),
+        }
 
     def _cachegrind(self, argv, out):
         """The cachegrind command at the D1 geometry, writing its counts to out."""

@@ -7,8 +7,8 @@ import os
 import re
 import sys
 
-from ..core.errors import BadInput, PagelabError, os_error_line
 from .._version import __version__
+from ..core.errors import BadInput, PagelabError, os_error_line
 from ..core.numbers import format_size
 
 

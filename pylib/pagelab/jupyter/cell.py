@@ -14,6 +14,7 @@ Builds are cached like %%cython's: in $XDG_CACHE_HOME/pagelab/cells (else ~/.cac
 the source, the mode, the flags, the compiler and its version, pagelab's version and headers.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -398,10 +399,9 @@ def build(source, mode, entry, cc, name="cell"):
         record = {"warnings": warnings, "unseen": _unseen(work, include) if mode == "every" else []}
         (work / "build.json").write_text(json.dumps(record))
         shutil.rmtree(entry, ignore_errors=True)  # a forced rebuild replaces the old one
-        try:
+        # another process may have built the same cell meanwhile: theirs is as good
+        with contextlib.suppress(OSError):
             work.rename(entry)
-        except OSError:  # another process built the same cell meanwhile: theirs is as good
-            pass
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return _built(entry, record, cached=False)

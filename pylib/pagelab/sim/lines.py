@@ -154,7 +154,8 @@ class LineView:
             cls = ' class="pagelab-hot"' if no in rank else ""
             rows.append(
                 f"<tr{cls}{style}><td>{no}</td>{tds}"
-                f'<td style="text-align: left; white-space: pre">{html.escape(text)}{mark}</td></tr>'
+                f"<td style='text-align: left; white-space: pre'>{html.escape(text)}{mark}"
+                "</td></tr>"
             )
         notes = "".join(f"<div>note: {html.escape(n)}</div>" for n in self.notes)
         return (
