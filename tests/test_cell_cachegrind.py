@@ -74,7 +74,7 @@ def both(tmp_path_factory):
         check=True,
         capture_output=True,
     )
-    _, lines, _ = _cell.simulate(src.read_text(), config=CONFIG, name="transpose.c")
+    _, lines, _ = _cell.simulate_c(src.read_text(), config=CONFIG, name="transpose.c")
     return cg_annotate_lines(out, src), lines
 
 

@@ -64,7 +64,7 @@ LINE = {
 
 @pytest.fixture(scope="module")
 def constructs():
-    return _cell.simulate(CONSTRUCTS, config=L1)
+    return _cell.simulate_c(CONSTRUCTS, config=L1)
 
 
 def test_every_access_of_plain_c_reaches_the_simulator(constructs):
@@ -134,8 +134,8 @@ def test_marked_cells_stay_marked_and_every_can_be_chosen():
     )
     assert _cell.sim_mode(src) == "marked"
     assert _cell.sim_mode("// PL_LOAD(p) in a comment\nint main(void) { return 0; }") == "every"
-    _, marked, _ = _cell.simulate(src, config=L1)
-    _, every, _ = _cell.simulate(src, sim="every", config=L1)
+    _, marked, _ = _cell.simulate_c(src, config=L1)
+    _, every, _ = _cell.simulate_c(src, sim="every", config=L1)
     assert marked.lines[6].reads == 256
     assert every.lines[6].reads == 512
     assert marked.outside.accesses == every.outside.accesses == 0
@@ -179,7 +179,7 @@ def test_an_unchanged_cell_is_not_compiled_again_and_force_does():
 def test_compile_errors_keep_the_cells_line_numbers():
     """gcc's error names the cell's own line, in the simulated mode too."""
     with pytest.raises(BadInput, match=r"cell:2:\d+: error: .nope. undeclared"):
-        _cell.simulate("int main(void) {\n    return nope;\n}\n", config=L1, force=True)
+        _cell.simulate_c("int main(void) {\n    return nope;\n}\n", config=L1, force=True)
 
 
 def test_an_unsupported_construct_is_named_in_one_line():
@@ -187,7 +187,7 @@ def test_an_unsupported_construct_is_named_in_one_line():
     names it, not a linker dump."""
     src = "void __tsan_acquire(void *);\nint x;\nint main(void) { __tsan_acquire(&x); return 0; }"
     with pytest.raises(BadInput) as e:
-        _cell.simulate(src, config=L1)
+        _cell.simulate_c(src, config=L1)
     assert "\n" not in str(e.value)
     assert "unsupported in a simulated cell" in str(e.value)
     assert "__tsan_acquire" in str(e.value)
@@ -206,7 +206,7 @@ int main(void)
     return a[3] == 3 ? 0 : 1;
 }
 """
-    _, lines, run = _cell.simulate(src, config=L1)
+    _, lines, run = _cell.simulate_c(src, config=L1)
     assert run["status"] == 0
     assert lines.lines.get(3) is None
     assert any("other threads" in n and "not simulated" in n for n in lines.notes)
@@ -220,7 +220,7 @@ def test_the_region_limits_the_lines():
         "    for (int i = 0; i < 1024; i++)\n        s += a[i];\n    PL_REGION_END();\n"
         "    PL_KEEP(s);\n    return 0;\n}\n"
     )
-    _, lines, run = _cell.simulate(src, config=L1)
+    _, lines, run = _cell.simulate_c(src, config=L1)
     assert run["label"] == "region"
     assert 5 not in lines.lines
     assert lines.lines[9].reads == 1024

@@ -172,7 +172,7 @@ def _sim_c(args):
     spec = _sim_spec(args)
     config = make_config(spec)  # a bad geometry fails here, before anything is compiled
     name = os.path.basename(args.file)
-    readings, lines, run = _cell.simulate(
+    readings, lines, run = _cell.simulate_c(
         source,
         sim=args.sim or True,
         config=spec,

@@ -154,7 +154,7 @@ def cache_dir():
     return os.path.join(base, "pagelab", "cells")
 
 
-def run(
+def run_c(
     source,
     events=None,
     *,
@@ -191,7 +191,7 @@ def run(
     return result
 
 
-def simulate(
+def simulate_c(
     source,
     *,
     sim=True,
@@ -201,7 +201,7 @@ def simulate(
     force=False,
     name="cell",
 ):
-    """Only the simulated run of ``run``: (the simulated readings, the LineView, the run's
+    """Only the simulated run of ``run_c``: (the simulated readings, the LineView, the run's
     record: label, status, stdout, notes). What `pagelab sim c FILE.c` shows."""
     mode = _check(source, sim, name) or "every"
     builds = _build(source, mode, force, name)

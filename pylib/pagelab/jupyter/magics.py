@@ -104,7 +104,7 @@ class PagelabMagics(Magics):
             raise UsageError("--sim and --no-sim exclude each other")
         events = args.events.split(",") if args.events else None
         try:
-            result = _cell.run(
+            result = _cell.run_c(
                 cell,
                 events,
                 sim=False if args.no_sim else args.sim or True,
