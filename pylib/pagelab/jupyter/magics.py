@@ -118,7 +118,8 @@ class PagelabMagics(Magics):
             return _fail(str(e))
         if result.stdout:
             print(result.stdout, end="" if result.stdout.endswith("\n") else "\n")
-        print(result)
+        if not args.output:  # (with -o the returned result shows itself)
+            print(result)
         if result.lines is not None:
             from IPython.display import display
 
