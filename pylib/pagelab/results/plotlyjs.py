@@ -14,7 +14,7 @@ import os
 import socket
 import threading
 
-from .core.errors import BadInput
+from ..core.errors import BadInput
 
 ENV = "PAGELAB_PLOTLYJS"
 MODES = ("auto", "cdn", "embed")
