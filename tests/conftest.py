@@ -37,6 +37,10 @@ CHECKOUT = pytest.StashKey[str | None]()
 
 
 def pytest_configure(config):
+    # %%c cells compile into the user's cache directory: the suite's go to one of its own
+    cache = tempfile.mkdtemp(prefix="pagelab-test-cache-")
+    os.environ["XDG_CACHE_HOME"] = cache
+    config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
     # A run started as a background job of a non-interactive shell inherits SIGINT ignored, and
     # Python then never installs its KeyboardInterrupt handler (nor do the children the tests
     # start). The interrupt tests need what a terminal's Ctrl-C gets: restore it.

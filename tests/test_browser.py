@@ -271,3 +271,31 @@ def test_kernel_panel_says_why_an_event_cannot_be_counted():
         )
         text = page.inner_text(status)
     assert "unknown event 'no-such-event'" in text and "pagelab doctor" in text, text
+
+
+@pytest.mark.slow
+def test_c_cell_shows_the_transpose_misses_line_by_line():
+    """In JupyterLab a %%c cell of bench/transpose.c (plain C) shows its source with the
+    simulated misses per line: the naive transpose's line marked #1 and shaded, the tiled one's
+    fewer; the view is saved as c-cell-lines-transpose.png."""
+    program = (ROOT / "bench" / "transpose.c").read_text()
+    cells = ["%load_ext pagelab", "%%c\n" + program]
+    with browser("lab", "c-cell-lines", cells) as (server, page):
+        page.set_viewport_size({"width": 1800, "height": 1400})  # the whole view, side by side
+        editor = open_notebook(page, server, PATHS["lab"])
+        _run(editor, page)
+        page.keyboard.press("Shift+Enter")
+        view = page.locator(".pagelab-lines")
+        view.wait_for(timeout=180_000)
+        rows = view.locator("tr")
+        hot = view.locator("tr.pagelab-hot", has_text="#1")
+        hot_text, shade = hot.inner_text(), hot.get_attribute("style")
+        numbers = [
+            int(re.sub(r"[^0-9]", "", r.locator("td").nth(2).inner_text()) or 0)
+            for r in rows.filter(has_text="b[j * N + i] = a[i * N + j]").all()
+        ]
+        view.scroll_into_view_if_needed()
+        print(f"screenshot: {screenshot(view, 'c-cell-lines-transpose')}; L1 misses {numbers}")
+    assert "b[j * N + i] = a[i * N + j]" in hot_text and "rgba(" in shade
+    naive, tiled = numbers
+    assert naive > 3 * tiled > 0

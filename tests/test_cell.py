@@ -70,7 +70,7 @@ def test_output_is_capped_but_files_the_cell_writes_are_not(tmp_path, monkeypatc
     from pagelab.jupyter import cell as _cell
 
     monkeypatch.chdir(tmp_path)
-    r = _cell.run(FLOOD_AND_FILE, sim=False)
+    r = _cell.run_c(FLOOD_AND_FILE, sim=False)
     assert (tmp_path / "big.bin").stat().st_size == 4 << 20
     assert r.status == 0, r
     assert len(r.stdout.encode()) == _cell.OUTPUT_LIMIT

@@ -104,15 +104,28 @@ void pl_region_begin(struct pl_region *r);
 void pl_region_end(struct pl_region *r);
 
 /* pl_cell.h: a %%c cell's main(), loaded from its shared object and run with region hooks */
+struct pl_cell_site {
+    uint64_t offset;
+    uint64_t reads, writes;
+    uint64_t l1_read_misses, l1_write_misses;
+    uint64_t llc_read_misses, llc_write_misses;
+    uint64_t tlb_misses;
+    uint64_t compulsory, capacity, conflict;
+};
 struct pl_cell {
     struct pl_region region;
     struct pl_region whole;
     int begun;
     int ended;
     int status;
+    struct pl_cell_site *sites;
+    uint32_t nsites;
+    uint64_t other_threads;
     char error[...];
+    ...;
 };
 int pl_cell_run(const char *path, struct pl_cell *cell);
+void pl_cell_release(struct pl_cell *cell);
 
 /* pl_sampling.h: page-fault sampling into a per-thread ring, aggregated by code address */
 #define PL_FAULT_SITES ...
@@ -362,6 +375,7 @@ void pl_sim_destroy(struct pl_sim *sim);
 void pl_sim_reset(struct pl_sim *sim);
 int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out);
 int pl_sim_set_of(uint64_t sets, const uint64_t *line, size_t n, uint64_t *out);
+const struct pl_sim_counts *pl_sim_counts_live(const struct pl_sim *sim, int tlb, int i);
 int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
 void pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
 void pl_sim_access_array(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,

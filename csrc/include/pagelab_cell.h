@@ -4,23 +4,32 @@
  *       Counters, the clock and rusage are read around this region (the first one, if there are
  *       several); without it, the whole of main() is measured.
  *   PL_LOAD(p), PL_STORE(p, v)
- *       Write the memory accesses the cache/TLB simulator should model this way: *p, and *p = v.
- *       The measured build runs them as plain loads and stores; the simulated build (-DPL_SIM)
- *       also feeds each one to the simulator.
+ *       To simulate only chosen accesses, write them this way: *p, and *p = v. The measured
+ *       build runs them as plain loads and stores; the simulated build (-DPL_SIM) also feeds each
+ *       one to the simulator. A cell without them is simulated access by access instead: its
+ *       simulated build (-DPL_SIM_EVERY) is instrumented by the compiler, and every load and
+ *       store goes to the simulator (pagelab_cell_every.h).
  *   PL_KEEP(x)
  *       Keeps a result alive so that -O2 cannot delete the loop that computed it.
  *
  * The cell is built twice with -O2 as a shared object whose main() pagelab calls in a worker
- * process; pagelab fills in pl_cell_hooks before it does. */
+ * process; pagelab fills in pl_cell_hooks before it does. Each access reaches the simulator with
+ * its call site (PL_LOAD's through access(), the instrumentation's through touch()), which -g
+ * maps to the cell's line. */
 #ifndef PAGELAB_CELL_H
 #define PAGELAB_CELL_H
 
 #include <stdint.h>
 
+/* Bytes per simulated access of a wider range (a wrapped memcpy or memset, an aggregate copy):
+ * one SSE register, what every x86-64 memcpy moves at least per instruction. */
+#define PL_CELL_CHUNK 16
+
 struct pl_cell_hooks {
     void (*begin)(void *ctx);
     void (*end)(void *ctx);
     void (*access)(void *ctx, uint64_t addr, uint32_t size, int is_write);
+    void (*touch)(void *ctx, uint64_t addr, uint64_t size, int is_write, const void *site);
     void *ctx;
 };
 
@@ -30,6 +39,10 @@ __attribute__((visibility("default"))) struct pl_cell_hooks pl_cell_hooks;
 
 #define PL_REGION_BEGIN() pl_cell_hooks.begin(pl_cell_hooks.ctx)
 #define PL_REGION_END() pl_cell_hooks.end(pl_cell_hooks.ctx)
+
+#ifdef PL_SIM_EVERY
+#include "pagelab_cell_every.h"
+#endif
 
 #ifdef PL_SIM
 #define PL_LOAD(p)                                                                                 \

@@ -212,6 +212,14 @@ int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out)
     return rc;
 }
 
+const struct pl_sim_counts *pl_sim_counts_live(const struct pl_sim *sim, int tlb, int i)
+{
+    const struct pl_sim_core *k = sim->core;
+    if (i < 0 || i >= (tlb ? k->ntlbs : k->nlevels))
+        return NULL;
+    return tlb ? &k->tlb[i].n : &k->level[i].n;
+}
+
 int pl_sim_set_of(uint64_t sets, const uint64_t *line, size_t n, uint64_t *out)
 {
     if (!sets)

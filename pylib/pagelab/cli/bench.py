@@ -13,6 +13,7 @@ turns its raw timings into a pyperf BenchmarkSuite that ``python -m pyperf compa
 import contextlib
 import functools
 import importlib.util
+import json
 import math
 import os
 import platform
@@ -419,8 +420,13 @@ class _Bench:
         if not (shutil.which("valgrind") and shutil.which("cc")):
             reason = "valgrind and a C compiler are needed"
             units = {"speedup": "x", "trace_speedup": "x", "miss_agreement": "fraction"}
-            return {f"sim.vs_cachegrind.{k}": _unavailable(u, "", reason) for k, u in units.items()}
-        return {**self.cachegrind_workload(), **self.cachegrind_trace()}
+            out = {f"sim.vs_cachegrind.{k}": _unavailable(u, "", reason) for k, u in units.items()}
+            return {**out, "sim.cell_vs_cachegrind.speedup": _unavailable("x", "", reason)}
+        return {
+            **self.cachegrind_workload(),
+            **self.cachegrind_trace(),
+            **self.cell_vs_cachegrind(),
+        }
 
     def _cachegrind(self, argv, out):
         """The cachegrind command at the D1 geometry, writing its counts to out."""
@@ -528,6 +534,49 @@ class _Bench:
                 "both",
                 "pagelab bench --json (sim.vs_cachegrind)",
             ),
+        }
+
+    def cell_vs_cachegrind(self):
+        """bench/transpose.c simulated access by access (`pagelab sim c`, the compiler's
+        instrumentation) against cachegrind running it built -O2: CPU time of each whole
+        command, in turn, through the same D1 and LL and nothing else (no TLB, no classes)."""
+        program = ROOT / "bench" / "transpose.c"
+        key = "sim.cell_vs_cachegrind.speedup"
+        meaning = (
+            f"CPU time of cachegrind (D1 {':'.join(map(str, D1))}, LL 8M:16:64) running "
+            "bench/transpose.c built -O2 over the CPU time of `pagelab sim c` simulating its "
+            "every load and store through the same D1 and LL (no TLB, no classification; the "
+            "build cached): both whole commands, measured in turn"
+        )
+        if not program.exists():
+            return {key: _unavailable("x", meaning, "bench/transpose.c: a source checkout only")}
+        exe, out = self.tmp / "transpose-o2", self.tmp / "cachegrind-transpose.out"
+        subprocess.run(["cc", "-O2", "-g", "-o", str(exe), str(program)], check=True)
+        d1 = ",".join(map(str, D1))
+        cg = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--D1={d1}"]
+        cg += ["--I1=32768,8,64", "--LL=8388608,16,64", f"--cachegrind-out-file={out}", str(exe)]
+        ours = [*self.pagelab, "sim", "c", str(program), f"--l1={':'.join(map(str, D1))}"]
+        ours += ["--l2=none", "--llc=8M:16:64", "--tlb=none", "--stlb=none", "--no-classify"]
+        self.log("a C program simulated by instrumentation against cachegrind")
+        doc = json.loads(subprocess.run([*ours, "--json"], check=True, capture_output=True).stdout)
+        a, b = _pairs(lambda: _child_cpu(cg), lambda: _child_cpu(ours), max(3, self.n // 2))
+        self.keep("cachegrind, bench/transpose.c -O2 (CPU s)", a)
+        self.keep("pagelab sim c bench/transpose.c, same D1 and LL (CPU s)", b)
+        counts = _cachegrind_counts(out)
+        metrics = doc["measurements"][0]["metrics"]
+        accesses = metrics["L1-dcache-loads"]["value"] + metrics["L1-dcache-stores"]["value"]
+        return {
+            key: _figure(
+                _ratio(a, b),
+                "x",
+                meaning,
+                f"pagelab bench --json ({key})",
+                goal=5,
+                sim_accesses=accesses,
+                cachegrind_accesses=counts["Dr"] + counts["Dw"],
+                sim_s=statistics.median(b),
+                cachegrind_s=statistics.median(a),
+            )
         }
 
     # --- counters -----------------------------------------------------------------------------

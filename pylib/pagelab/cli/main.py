@@ -4,8 +4,10 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import sys
 
+from .._version import __version__
 from ..core.errors import BadInput, PagelabError, os_error_line
 from ..core.numbers import format_size
 
@@ -149,6 +151,68 @@ def _sim_trace(args):
     return 0
 
 
+SOURCE_LIMIT = 1 << 20  # a C file to simulate is source code, not data
+
+
+def _sim_c(args):
+    from ..jupyter import cell as _cell
+    from ..sim.config import make_config
+    from ..sim.report import MODEL
+
+    try:
+        with open(args.file, "rb") as f:
+            raw = f.read(SOURCE_LIMIT + 1)
+        if len(raw) > SOURCE_LIMIT:
+            raise ValueError(f"longer than {format_size(SOURCE_LIMIT)}")
+        source = raw.decode()
+    except (OSError, ValueError) as e:
+        raise BadInput(f"cannot read {args.file}: {e}") from None
+    if args.timeout <= 0:
+        raise BadInput("--timeout must be positive")
+    spec = _sim_spec(args)
+    config = make_config(spec)  # a bad geometry fails here, before anything is compiled
+    name = os.path.basename(args.file)
+    readings, lines, run = _cell.simulate_c(
+        source,
+        sim=args.sim or True,
+        config=spec,
+        timeout=args.timeout,
+        force=args.force,
+        name=name if re.fullmatch(r"[\w.+-]+", name) else "program.c",
+    )
+    if args.json:
+        _print_json(
+            {
+                "experiment": "sim-c",
+                "version": __version__,
+                "params": {
+                    "file": args.file,
+                    "mode": args.sim or _cell.sim_mode(source),
+                    "config": config.to_dict(),
+                    "model": MODEL,
+                },
+                "measurements": [
+                    {"label": run["label"], "metrics": {r.name: r.to_dict() for r in readings}}
+                ],
+                "lines": lines.to_dict(),
+            }
+        )
+        return 0
+    if run["stdout"]:
+        print(run["stdout"], end="" if run["stdout"].endswith("\n") else "\n")
+    what = "the first PL_REGION_BEGIN..END" if run["label"] == "region" else "all of main()"
+    print(f"{args.file}: {what}, compiled -O2; main() returned {run['status']}")
+    width = max(len(r.name) for r in readings)
+    for r in readings:
+        print(f"  {r.name:<{width}}  {r.value:>14,} (sim)")
+    print(f"  model: {MODEL}")
+    for note in run["notes"]:
+        print(f"  note: {note}")
+    print()
+    print(lines)
+    return 0
+
+
 def _bench(args):
     from . import bench as _bench
 
@@ -203,6 +267,28 @@ def _lab(args):
     argv = lab_command(args.extra, work_dir())
     print(f"pagelab: {sync_chapters(reset=args.reset)}", file=sys.stderr, flush=True)
     os.execv(argv[0], argv)
+
+
+def _model_options(p):
+    """The simulator's geometry options, shared by `sim trace` and `sim c`."""
+    p.add_argument(
+        "--config",
+        help="JSON file of settings (keys: l1 l2 llc dtlb stlb page "
+        "policy seed classify); options below override it",
+    )
+    p.add_argument("--l1", help="L1D as SIZE:WAYS:LINE, e.g. 32K:8:64, or none")
+    p.add_argument("--l2", help="L2 as SIZE:WAYS:LINE, or none")
+    p.add_argument("--llc", help="last-level cache as SIZE:WAYS:LINE, or none")
+    p.add_argument("--tlb", help="L1 DTLB as ENTRIES:WAYS, e.g. 64:4, or none")
+    p.add_argument("--stlb", help="second-level TLB as ENTRIES:WAYS, or none")
+    p.add_argument("--page", help="page size: 4k (default) or 2m")
+    p.add_argument("--policy", help="cache replacement: lru (default), fifo, random, plru")
+    p.add_argument("--seed", help="seed of the random policy (default 0)")
+    p.add_argument(
+        "--no-classify",
+        action="store_true",
+        help="skip compulsory/capacity/conflict classification (faster)",
+    )
 
 
 def _parser():
@@ -261,26 +347,32 @@ def _parser():
     t.add_argument("-E", help="cache-lab: lines per set")
     t.add_argument("-b", help="cache-lab: 2^b-byte blocks")
     t.add_argument("-v", "--verbose", action="store_true", help="cache-lab: one line per record")
-    t.add_argument(
-        "--config",
-        help="JSON file of settings (keys: l1 l2 llc dtlb stlb page "
-        "policy seed classify); options below override it",
-    )
-    t.add_argument("--l1", help="L1D as SIZE:WAYS:LINE, e.g. 32K:8:64, or none")
-    t.add_argument("--l2", help="L2 as SIZE:WAYS:LINE, or none")
-    t.add_argument("--llc", help="last-level cache as SIZE:WAYS:LINE, or none")
-    t.add_argument("--tlb", help="L1 DTLB as ENTRIES:WAYS, e.g. 64:4, or none")
-    t.add_argument("--stlb", help="second-level TLB as ENTRIES:WAYS, or none")
-    t.add_argument("--page", help="page size: 4k (default) or 2m")
-    t.add_argument("--policy", help="cache replacement: lru (default), fifo, random, plru")
-    t.add_argument("--seed", help="seed of the random policy (default 0)")
-    t.add_argument(
-        "--no-classify",
-        action="store_true",
-        help="skip compulsory/capacity/conflict classification (faster)",
-    )
+    _model_options(t)
     t.add_argument("--json", action="store_true", help="one JSON document on stdout")
     t.set_defaults(func=_sim_trace)
+
+    c = sim_sub.add_parser(
+        "c",
+        help="compile a C program and simulate its every load and store, misses per line",
+        usage="pagelab sim c FILE.c [--sim every|marked] [--config FILE] [--l1 SIZE:WAYS:LINE] "
+        "[--l2 ...] [--llc ...] [--tlb ENTRIES:WAYS] [--stlb ...] [--page 4k|2m] "
+        "[--policy lru|fifo|random|plru] [--seed N] [--no-classify] [--force] [--timeout S] "
+        "[--json]",
+        description="Compiles FILE.c (a program with main(); pagelab_cell.h is included for "
+        "you) -O2 -g with the compiler's instrumentation, runs it in a worker with every load "
+        "and store fed to the simulator, and prints the counts with the source, line by line.",
+    )
+    c.add_argument("file", help="a C source file with main()")
+    c.add_argument(
+        "--sim",
+        choices=("every", "marked"),
+        help="every load and store, or only PL_LOAD/PL_STORE (default: marked when it has them)",
+    )
+    _model_options(c)
+    c.add_argument("--force", action="store_true", help="compile again even if cached")
+    c.add_argument("--timeout", type=float, default=60.0, help="seconds the run may take")
+    c.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    c.set_defaults(func=_sim_c)
 
     b = sub.add_parser(
         "bench",

@@ -2,8 +2,9 @@
 
 - ``%%counters [-e EVENTS] [--live] [-o]``: count events around one cell (this kernel's main
   thread; rusage for the whole process), stating the measurement's own overhead.
-- ``%%c [-e EVENTS] [--timeout S] [--mem MIB] [--no-sim] [-o]``: the cell is C; compile it -O2
-  and run it in a worker, measured and simulated side by side (see pagelab.jupyter.cell).
+- ``%%c [-e EVENTS] [--timeout S] [--mem MIB] [--sim every|marked] [--no-sim] [--force] [-o]``:
+  the cell is C; compile it -O2 and run it in a worker, measured and simulated side by side, and
+  show the simulated misses line by line (see pagelab.jupyter.cell).
 - ``%maps [PID]``: a process's memory map (default: this kernel) as a table and a figure.
 - ``%pagelab doctor``: the profile and every event's availability, as `pagelab doctor` prints.
 - ``%pagelab autocount on|off``: counts under every executed cell (see pagelab.jupyter.autocount).
@@ -74,29 +75,42 @@ class PagelabMagics(Magics):
     @argument("-e", "--events", help="comma-separated events measured around the region")
     @argument("--timeout", type=float, default=_cell.DEFAULT_TIMEOUT, help="seconds per run")
     @argument("--mem", type=int, default=_cell.DEFAULT_MEMORY >> 20, help="MiB the cell may map")
+    @argument(
+        "--sim",
+        choices=_cell.MODES,
+        help="simulate every load and store, or only PL_LOAD/PL_STORE (default: marked when "
+        "the cell uses them)",
+    )
     @argument("--no-sim", action="store_true", help="skip the simulated run")
+    @argument("--force", action="store_true", help="compile again even if the cell is cached")
     @argument("-o", "--output", action="store_true", help="return the CellResult")
     @cell_magic
     def c(self, line, cell):
         """Compile this cell's C with -O2 and run it in a worker: measured and simulated.
 
-        The cell is a C program with main(). pagelab_cell.h is included for you: bracket the code
-        to measure with PL_REGION_BEGIN(); ... PL_REGION_END(); write the accesses the simulator
-        should model as PL_LOAD(p) and PL_STORE(p, v); keep results alive with PL_KEEP(x).
-        Compiler errors show with the cell's line numbers; a crash, an endless loop (--timeout)
-        or too much memory (--mem) ends the worker with one line, and the kernel carries on.
+        The cell is a C program with main(). The simulated run feeds every load and store of the
+        cell to the cache/TLB model and shows the misses line by line. pagelab_cell.h is
+        included for you: bracket the code to measure with PL_REGION_BEGIN(); ...
+        PL_REGION_END(); to simulate only chosen accesses, write them as PL_LOAD(p) and
+        PL_STORE(p, v); keep results alive with PL_KEEP(x). Builds are cached (--force
+        compiles again). Compiler errors show with the cell's line numbers; a crash, an endless
+        loop (--timeout) or too much memory (--mem) ends the worker with one line, and the
+        kernel carries on.
         """
         args = parse_argstring(self.c, line)
         if args.timeout <= 0 or args.mem <= 0:
             raise UsageError("--timeout and --mem must be positive")
+        if args.no_sim and args.sim:
+            raise UsageError("--sim and --no-sim exclude each other")
         events = args.events.split(",") if args.events else None
         try:
-            result = _cell.run(
+            result = _cell.run_c(
                 cell,
                 events,
-                sim=not args.no_sim,
+                sim=False if args.no_sim else args.sim or True,
                 timeout=args.timeout,
                 memory=args.mem << 20,
+                force=args.force,
             )
         except Interrupted as e:
             return _fail(str(e))
@@ -104,9 +118,13 @@ class PagelabMagics(Magics):
             return _fail(str(e))
         if result.stdout:
             print(result.stdout, end="" if result.stdout.endswith("\n") else "\n")
-        if args.output:
-            return result  # shown once, as the cell's value
-        print(result)
+        if not args.output:  # (with -o the returned result shows itself)
+            print(result)
+        if result.lines is not None:
+            from IPython.display import display
+
+            display(result.lines)
+        return result if args.output else None
 
     @magic_arguments()
     @argument("pid", nargs="?", type=int, help="a process id (default: this kernel)")
