@@ -23,9 +23,9 @@ struct pl_cell_sites {
     uint32_t cap;       /* sites allocated */
     int counting;       /* 0 once the first region has ended */
     struct pl_sim *sim; /* the simulator, and its counts as they stand: */
-    const struct pl_sim_counts *l1, *llc, *tlb, *probe;
+    const struct pl_sim_counts *l1, *llc, *tlb;
     struct pl_sim_counts seen_l1, seen_llc, seen_tlb; /* at the last access charged */
-    uint64_t seen;                                    /* probe's reads + writes then */
+    uint64_t seen;                                    /* misses(x) then */
 };
 
 static const struct pl_sim_counts none;
@@ -54,9 +54,12 @@ static void cell_end(void *ctx)
     }
 }
 
-static uint64_t total(const struct pl_sim_counts *c)
+/* The L1 and TLB misses so far. Every count a site is charged moves only with one of them (the
+ * LLC sees only L1 misses; the classes split them), so an access that leaves this unchanged
+ * (most of them) is charged nothing and costs no copying of counts. */
+static uint64_t misses(const struct pl_cell_sites *x)
 {
-    return c->reads + c->writes;
+    return x->l1->read_misses + x->l1->write_misses + x->tlb->read_misses + x->tlb->write_misses;
 }
 
 /* The site of a call's return address, new on its first access; NULL when no longer counting. */
@@ -84,7 +87,7 @@ static struct pl_cell_site *site_of(struct pl_cell *cell, uintptr_t pc)
     return s;
 }
 
-/* The access just simulated took the slow path: its misses go to site s (if any). */
+/* The access just simulated missed somewhere: its misses go to site s (if any). */
 static void charge(struct pl_cell_sites *x, struct pl_cell_site *s)
 {
     const struct pl_sim_counts l1 = *x->l1, llc = *x->llc, tlb = *x->tlb;
@@ -100,7 +103,7 @@ static void charge(struct pl_cell_sites *x, struct pl_cell_site *s)
             tlb.read_misses + tlb.write_misses - x->seen_tlb.read_misses - x->seen_tlb.write_misses;
     }
     x->seen_l1 = l1, x->seen_llc = llc, x->seen_tlb = tlb;
-    x->seen = total(x->probe);
+    x->seen = misses(x);
 }
 
 /* An access of size bytes at addr from the call returning to pc; wider ones than PL_CELL_CHUNK
@@ -124,7 +127,7 @@ static void cell_touch(void *ctx, uint64_t addr, uint64_t size, int is_write, co
         if (s)
             *(is_write ? &s->writes : &s->reads) += 1;
         pl_sim_access(x->sim, addr, (uint32_t)piece, is_write);
-        if (total(x->probe) != x->seen)
+        if (misses(x) != x->seen)
             charge(x, s);
         addr += piece;
     } while (addr < end);
@@ -187,7 +190,6 @@ static int sites_init(struct pl_cell *cell, void *handle)
     x->llc = NULL;
     for (int i = 1; pl_sim_counts_live(sim, 0, i); i++)
         x->llc = pl_sim_counts_live(sim, 0, i);
-    x->probe = x->l1 ? x->l1 : x->tlb;
     /* a level that is not there counts nothing */
     x->l1 = x->l1 ? x->l1 : &none;
     x->llc = x->llc ? x->llc : &none;
