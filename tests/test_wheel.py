@@ -105,7 +105,7 @@ def test_build_without_npm_says_what_to_install(tmp_path):
     message = p.stderr.strip().splitlines()[-1]
     assert message.startswith("pagelab build: ") and "npm is missing" in message, p.stderr
     assert "apt-get install nodejs npm" in message
-    assert not (src / "pylib" / "pagelab" / "static").exists()
+    assert not (src / "pylib" / "pagelab" / "jupyter" / "static").exists()
 
 
 @pytest.fixture(scope="module")
