@@ -27,6 +27,23 @@ needs_x86 = pytest.mark.skipif(
 )
 
 
+def _context(params, timeout, environment):
+    """A Context for calling ts.run directly: no simulated run, address_space 0 (the worker's
+    RLIMIT_AS is then its own size plus the slack)."""
+    return Context(
+        "thread-stacks",
+        params,
+        given=params,
+        budget={"bytes": None},
+        sim=None,
+        timeout=timeout,
+        progress=None,
+        address_space=0,
+        module=ts,
+        environment=environment,
+    )
+
+
 @pytest.fixture(scope="module")
 def result():
     if not X86:
@@ -213,16 +230,7 @@ def test_memory_counts_address_space_not_ram():
 def test_other_architectures_say_why_nothing_was_evaluated():
     """Where the C workload reports no MAP_32BIT (not x86-64), every claim is not evaluated with
     the reason. This machine may be x86-64, so the worker's answer is stood in for."""
-    ctx = Context(
-        "thread-stacks",
-        validate("thread-stacks", {}),
-        False,
-        10,
-        None,
-        0,
-        ts,
-        environment={"profile": "test"},
-    )
+    ctx = _context(validate("thread-stacks", {}), 10, {"profile": "test"})
     fill = Measured("window fill", {"map_32bit": Reading("map_32bit", 0, "rusage")})
     ctx.workload = lambda events: ([fill], {})
     res = ts.run(ctx)
@@ -247,7 +255,7 @@ def test_a_process_limit_is_not_mistaken_for_a_full_window():
     with that reason and nothing is timed in a window that never filled."""
     p = validate("thread-stacks", {"threads": 16, "calls": 16})
     # address_space=0: the worker's RLIMIT_AS is its own size plus the 512 MiB slack, < 1 GiB
-    res = ts.run(Context("thread-stacks", p, False, 60, None, 0, ts, environment={}))
+    res = ts.run(_context(p, 60, {}))
     enomem = res.claim("map32bit-full-enomem")
     assert enomem.holds is False and "process-wide limit" in enomem.evidence
     assert res.claim("map32bit-holds-1gib").holds is False

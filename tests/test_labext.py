@@ -84,9 +84,10 @@ def test_style_is_the_extensions_declared_style_not_injected():
     package = json.loads((LABEXT / "package.json").read_text())
     assert package["style"] == "style/index.css"
     css = (LABEXT / "style" / "index.css").read_text()
-    built = json.loads((ROOT / "pylib" / "pagelab" / "jupyter" / "labextension" / "package.json").read_text())
+    jupyter = ROOT / "pylib" / "pagelab" / "jupyter"
+    built = json.loads((jupyter / "labextension" / "package.json").read_text())
     assert built["jupyterlab"]["_build"]["style"] == "./style"
-    assert (ROOT / "pylib" / "pagelab" / "jupyter" / "static" / "livecounters.css").read_text() == css
+    assert (jupyter / "static" / "livecounters.css").read_text() == css
     widget = pagelab.LiveCounters(start=False)
     try:
         assert widget._css == css

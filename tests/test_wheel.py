@@ -134,7 +134,13 @@ def _env(tmp_path):
 
 
 def _installed(fresh, expr):
-    p = run([fresh / "python", "-c", f"import pagelab.native.shipped as s, pagelab; print({expr})"])
+    p = run(
+        [
+            fresh / "python",
+            "-c",
+            f"import importlib, pagelab.native.shipped as s, pagelab; print({expr})",
+        ]
+    )
     assert p.returncode == 0, p.stderr
     return Path(p.stdout.strip())
 
@@ -280,7 +286,7 @@ def test_installed_front_ends_are_the_wheels(wheel, fresh):
     """The widget bundle and the lab extension (the kernel panel) are installed byte for byte
     where pagelab and JupyterLab look, with the config that enables the server extension."""
     prefix, installed = fresh.parent, 0
-    static = _installed(fresh, "pagelab.jupyter.live.BUNDLE.parent")
+    static = _installed(fresh, "importlib.import_module('pagelab.jupyter.live').BUNDLE.parent")
     with zipfile.ZipFile(wheel) as z:
         for name in z.namelist():
             if name.startswith("pagelab/jupyter/static/"):
