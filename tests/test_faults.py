@@ -39,7 +39,8 @@ def marked(marker):
 def caller_script(thread, quiet=False):
     """A caller that starts a worker (from the main thread or another) and says when. The
     worker holds memory and says so, or (``quiet``) waits in pause() and never writes: a worker
-    that wrote to its dead caller's pipe would die of EPIPE and hide an orphan."""
+    that wrote to its dead caller's pipe would die of EPIPE and hide an orphan. The caller ignores
+    SIGHUP, the worker's death signal, as one started under nohup does."""
     start = "threading.Thread(target=work).start()" if thread else "work()"
     task = (
         '"signal:pause", {}'
@@ -48,8 +49,9 @@ def caller_script(thread, quiet=False):
         "on_progress=lambda m: print(m, flush=True)"
     )
     return textwrap.dedent(f"""
-        import sys, threading
+        import signal, sys, threading
         from pagelab.native.worker import call
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup: the worker must not keep it
         def work():
             print("spawning", flush=True)
             call({task})

@@ -18,7 +18,10 @@ _Noreturn static void child(const char *path, char *const argv[], char *const en
     int staged[PL_WORKER_NFDS];
     sigset_t none;
     int e = 0;
-    if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, PL_WORKER_DEATH_SIGNAL) != 0)
+    /* A caller started under nohup ignores SIGHUP, and exec keeps an ignored signal ignored:
+     * the death signal must end the worker until pl_worker_guard() takes it over. */
+    if (signal(PL_WORKER_DEATH_SIGNAL, SIG_DFL) == SIG_ERR || setsid() < 0 ||
+        prctl(PR_SET_PDEATHSIG, PL_WORKER_DEATH_SIGNAL) != 0)
         e = errno;
     else if (getppid() != parent)
         _exit(127); /* the caller died before the death signal was armed: nobody waits for us */
