@@ -183,6 +183,11 @@ static inline void pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t siz
  * PL_OP_* are skipped (the Python layer rejects them first). */
 void pl_sim_access_array(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,
                          const uint32_t *size, size_t n, uint8_t op_all, uint32_t size_all);
+/* count accesses of size bytes at addr, addr + stride, ... (stride may wrap around, to walk
+ * down): exactly pl_sim_access on each in turn, with the fast path's state kept in registers.
+ * Workloads whose loops stride tell the simulator their runs with PL_LOAD_RUN (pl_access.h). */
+void pl_sim_access_run(struct pl_sim *sim, uint64_t addr, uint64_t stride, uint64_t count,
+                       uint32_t size, int is_write);
 /* Like pl_sim_access_array without the fast path, recording the first level's outcome of each
  * access in outcome[i]: PL_SIM_HIT / PL_SIM_EVICT bits of the load (or the only access), and
  * the store of a PL_OP_MODIFY shifted left by 2. For cache-lab -v output. */
