@@ -25,7 +25,7 @@ struct pl_cell_sites {
     struct pl_sim *sim; /* the simulator, and its counts as they stand: */
     const struct pl_sim_counts *l1, *llc, *tlb, *probe;
     struct pl_sim_counts seen_l1, seen_llc, seen_tlb; /* at the last access charged */
-    uint64_t seen;                                    /* probe's reads + writes then */
+    uint64_t seen;                                    /* total(probe) then */
 };
 
 static const struct pl_sim_counts none;
@@ -54,9 +54,11 @@ static void cell_end(void *ctx)
     }
 }
 
+/* Moves whenever an access changed the live counts (pl_sim_counts_live): an access the first
+ * level counts itself, or a miss of one it left to the fast path's count. */
 static uint64_t total(const struct pl_sim_counts *c)
 {
-    return c->reads + c->writes;
+    return c->reads + c->writes + c->read_misses + c->write_misses;
 }
 
 /* The site of a call's return address, new on its first access; NULL when no longer counting. */

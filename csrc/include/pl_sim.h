@@ -144,10 +144,10 @@ void pl_sim_reset(struct pl_sim *sim);
 int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out);
 
 /* The counts of cache level i (tlb 0) or TLB i (tlb 1) as they stand, live: the fast path's
- * accesses (first-level and DTLB hits, which pl_sim_stats adds) are not in them, so they change
- * only when an access takes the slow path, and then by exactly that access's misses, evictions
- * and classes. For charging misses to the code that caused them (a %%c cell's lines); NULL
- * where there is no such level. */
+ * accesses (first-level hits on the DTLB's most recently used page, which pl_sim_stats adds) are
+ * not in them, so they change only when an access misses somewhere or leaves that page, and
+ * then by exactly that access's misses, evictions and classes. For charging misses to the code
+ * that caused them (a %%c cell's lines); NULL where there is no such level. */
 const struct pl_sim_counts *pl_sim_counts_live(const struct pl_sim *sim, int tlb, int i);
 
 /* out[i] = line[i] mod sets, computed as the model computes set numbers; for tests. 0, or
