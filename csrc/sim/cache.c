@@ -112,9 +112,8 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
         if (stamped(c))
             c->stamp = pl_big_alloc(lines, sizeof *c->stamp);
         c->dirty = pl_big_alloc(lines, 1);
-        c->fp_stride = (ways + 15) & ~15u;
         c->fp_last = ways % 16 ? (1u << ways % 16) - 1 : 0xFFFF;
-        c->fp = pl_big_zalloc(sets, c->fp_stride);
+        c->fp = pl_big_zalloc(lines + 16, 1); /* a set's 16-byte compare reads past the last */
         c->fill = pl_big_alloc(sets, sizeof *c->fill);
         ok = c->tag && c->fp && (c->word || !(c->ordered || policy == PL_POLICY_PLRU)) &&
              (c->stamp || !stamped(c)) && c->dirty && c->fill;
@@ -384,7 +383,7 @@ int pl_cache_miss(struct pl_cache *c, uint64_t set, uint64_t line, int is_write,
     uint32_t *when = c->when ? &c->when[slot] : NULL;
     pl_cache_count_miss(c, line, is_write, when, flags, c->tag[slot], when ? *when : 0);
     c->tag[slot] = line;
-    c->fp[set * c->fp_stride + w] = pl_cache_fingerprint(line);
+    c->fp[slot] = pl_cache_fingerprint(line);
     fill_way(c, c->word, set, c->stamp, slot, w);
     flags = filled(c, line, &c->dirty[slot], is_write, flags, dirty);
     if (__builtin_expect(c->shadow != NULL, 0) && pl_shadow_full(c->shadow))

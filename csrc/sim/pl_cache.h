@@ -51,10 +51,10 @@ struct pl_cache {
     /* Dense levels: per set, ways slots starting at set * ways; slots [0, fill[set]) are valid
      * (the model never invalidates a line, so the valid slots stay a prefix). */
     uint64_t *tag;
-    /* Per set, fp_stride bytes (the ways rounded up to 16): the fingerprint of each way's tag
-     * (pl_cache_find), then unused bytes; fp_last masks the ways of the last group of 16. */
+    /* Per slot, the fingerprint of its tag (pl_cache_find), and 16 spare bytes at the end;
+     * fp_last masks the ways of a set's last group of 16. */
     uint8_t *fp;
-    uint32_t fp_stride, fp_last;
+    uint32_t fp_last;
     /* Per set, one word: under LRU and FIFO with ordered sets, its way numbers in 4-bit nibbles,
      * most recently used (filled) first, so a lookup needs neither a search for the victim nor
      * a stamp per slot (positions at and beyond the fill hold leftovers, which the lowest-match
@@ -174,11 +174,11 @@ PL_HOT uint32_t pl_match16(const uint8_t *p, uint8_t f)
 #endif
 }
 
-/* The way of line in set (whose slots start at base), or -1. Sixteen fingerprints are compared
- * at once, and only the candidates' tags are read. */
-PL_HOT int pl_cache_find(const struct pl_cache *c, uint64_t set, uint64_t base, uint64_t line)
+/* The way of line in the set whose slots start at base, or -1. Sixteen fingerprints are
+ * compared at once, and only the candidates' tags are read. */
+PL_HOT int pl_cache_find(const struct pl_cache *c, uint64_t base, uint64_t line)
 {
-    const uint8_t *fp = c->fp + set * c->fp_stride;
+    const uint8_t *fp = c->fp + base;
     uint8_t f = pl_cache_fingerprint(line);
     for (uint32_t i = 0; i < c->ways; i += 16) {
         uint32_t m = pl_match16(fp + i, f);
@@ -240,7 +240,7 @@ PL_HOT int pl_cache_fill_lru(struct pl_cache *c, uint64_t set, uint64_t line, in
     uint32_t *when = c->when ? &c->when[slot] : NULL;
     pl_cache_count_miss(c, line, is_write, when, out, c->tag[slot], when ? *when : 0);
     c->tag[slot] = line;
-    c->fp[set * c->fp_stride + w] = pl_cache_fingerprint(line);
+    c->fp[slot] = pl_cache_fingerprint(line);
     c->word[set] = order << 4 | w;
     uint8_t *d = &c->dirty[slot];
     *d = (uint8_t)(is_write != 0);
@@ -287,7 +287,7 @@ PL_HOT int pl_cache_lookup(struct pl_cache *c, uint64_t set, uint64_t line, int 
                            uint8_t **dirty)
 {
     uint64_t base = set * c->ways;
-    int w = line == PL_NO_LINE ? -1 : pl_cache_find(c, set, base, line);
+    int w = line == PL_NO_LINE ? -1 : pl_cache_find(c, base, line);
     if (w < 0)
         return pl_cache_miss(c, set, line, is_write, dirty);
     return pl_cache_hit(c, line, set, base, w, is_write, dirty);

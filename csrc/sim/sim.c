@@ -385,8 +385,9 @@ static __attribute__((noinline)) void quick_renumber(struct pl_sim *sim)
  * On an L1 hit it does everything, with no call but a renumbering of the shadow's stamps once
  * in many thousand accesses, and returns 1; *last and *last_dirty become the fast path's
  * state. Else it returns 0 with *set the line's set, or -1 where the quick path does not
- * apply. Its counts: a hit in the first level and the DTLB's most recently used page, the fast
- * path's own case, joins *fast (also on a miss: the miss path counts only the miss). */
+ * apply. Its counts: an access to the first level on the DTLB's most recently used page, the
+ * fast path's own case, joins *fast (also on a miss: the miss path counts only the miss); after
+ * a translation, the first level counts its access itself. */
 PL_HOT int quick(struct pl_sim *sim, const struct quick *q, uint64_t a, uint64_t sz, int is_write,
                  uint64_t *last, uint8_t **last_dirty, uint64_t *fast, uint64_t *set)
 {
@@ -406,7 +407,7 @@ PL_HOT int quick(struct pl_sim *sim, const struct quick *q, uint64_t a, uint64_t
     uint64_t s =
         __builtin_expect(q->set_mask != 0, 1) ? x & q->set_mask : pl_fastmod(x, q->mod, q->sets);
     uint64_t base = s * q->ways, slot;
-    uint32_t w, m = pl_match16(q->fp + s * 16, pl_cache_fingerprint(x)) & q->fp_last;
+    uint32_t w, m = pl_match16(q->fp + base, pl_cache_fingerprint(x)) & q->fp_last;
     for (;; m &= m - 1) {
         if (!m) {
             *set = s;
