@@ -3,9 +3,9 @@
  * is its own region, so faults and blocks in/out show where each mode pays.
  *
  * The file is an unnamed O_TMPFILE in the current directory (Python picks the scratch
- * directory, pylib/pagelab/native/scratch.py, and chdirs the worker there): nothing is left behind even
- * if the worker is killed. Before each file variant its pages are written back and dropped from the
- * page cache, so reading them is real disk I/O. */
+ * directory, pylib/pagelab/native/scratch.py, and chdirs the worker there): nothing is left behind
+ * even if the worker is killed. Before each file variant its pages are written back and dropped
+ * from the page cache, so reading them is real disk I/O. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>

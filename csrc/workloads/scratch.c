@@ -1,6 +1,6 @@
 /* The scratch file of the workloads that need one (mmap-modes, competition). Python chooses the
- * directory by one rule (pylib/pagelab/native/scratch.py) and makes it the worker's working directory;
- * this file only creates the file there. */
+ * directory by one rule (pylib/pagelab/native/scratch.py) and makes it the worker's working
+ * directory; this file only creates the file there. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
