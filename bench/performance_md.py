@@ -15,11 +15,11 @@ import sys
 WHY_MISSED = {
     "sim.accesses_per_s.seq8": (
         "7 of 8 accesses take the inline fast path (18 instructions a time, the loop's "
-        "included); the 8th is a new line, 294 instructions with miss classification on and 178 "
-        "with it off, so the stream averages 52.5 instructions an access on, 38 off "
+        "included); the 8th is a new line, 289 instructions with miss classification on and 173 "
+        "with it off, so the stream averages 52 instructions an access on, 37 off "
         "(`sim.path.seq8`; 64 and 44 before this work). With classification off the same stream "
         "runs over the goal (no_classify). With it on, a new line costs the quick path's lookup "
-        "that finds no match (about 70 instructions with the call), the fill (about 110: the "
+        "that finds no match (about 70 instructions with the call), the fill (about 105: the "
         "victim from the set's order word, tag, fingerprint, order, dirty flag, counts, and "
         "once in 64 the DTLB's new page) and the classification (116: the call and its frame "
         "about 30, the shadow about 35 (the new stamp's ring bit, the evicted tail's, the next "
@@ -28,8 +28,8 @@ WHY_MISSED = {
         "to lose its call and frame and most of the first-touch test."
     ),
     "sim.accesses_per_s.new_line": (
-        "Every access runs the miss path: 294 instructions with classification (`sim.path."
-        "new_line`), 178 without, against 385 and 227 before this work (the hashed LRU list and "
+        "Every access runs the miss path: 289 instructions with classification (`sim.path."
+        "new_line`), 173 without, against 385 and 227 before this work (the hashed LRU list and "
         "the generic set lookup are gone: the shadow is now a stamp per slot and a ring of "
         "bits, and `pl_sim_access_slow`'s quick path looks the L1D up inline and fills it "
         "through one LRU helper). With classification off it is at the goal (no_classify). "
@@ -40,15 +40,15 @@ WHY_MISSED = {
     ),
     "sim.vs_cachegrind.speedup": (
         "The cache workload makes 15 of every 16 accesses an L1 hit on another line than the "
-        "last (512-line working sets, 16 passes): a hit costs 177 instructions per access "
-        "through `pl_sim_access` with classification, 129 without (`sim.path.l1_hit`; 235 "
+        "last (512-line working sets, 16 passes): a hit costs 175 instructions per access "
+        "through `pl_sim_access` with classification, 127 without (`sim.path.l1_hit`; 235 "
         "and 190 before), and 141 and 91 in a run (`PL_LOAD_RUN`, which the workload's reads "
         "now are: the checks, counts and fast-path state stay in registers). Of a classified "
         "hit in a run, about 45 instructions are the shadow (the stamp moved, two ring bits, "
         "the next tail), 35 the set lookup and LRU order word, 10 the SSE2 fingerprint "
         "compare, the rest the loop, checks and counts. The simulated run went from 1.12 s to "
-        "0.85 s (the workload's 67 million accesses at about 13 ns each), while cachegrind "
-        "takes 19.5 ns for each of its 93 million data accesses (the old loop reloaded its "
+        "0.85 s (the workload's 67 million accesses at about 12.6 ns each), while cachegrind "
+        "takes 18.4 ns for each of its 93 million data accesses (the old loop reloaded its "
         "plan around every volatile store, which cachegrind counted as 143 million). 10x "
         "would need about 2 ns an access, the native access included: a few instructions, "
         "not an exact per-access model of tags, LRU order and an LRU shadow."
