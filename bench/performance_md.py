@@ -10,64 +10,88 @@ figure that misses its goal is the profile's finding, kept below by key (WHY_MIS
 import json
 import sys
 
-# What `perf record -e cpu-clock` (no PMU here: software clock) showed for each missed goal.
+# What limits each missed goal: callgrind's instruction counts (sim.path.*, the same on any host;
+# there is no PMU here) and `perf record -e cpu-clock` (software clock).
 WHY_MISSED = {
     "sim.accesses_per_s.seq8": (
-        "7 of 8 accesses take the inline fast path (a compare and two increments); the 8th, a "
-        "new line, runs the full model and costs as much as the other 7 together, so the "
-        "new-line cost caps this figure: 3e8/s needs a new line in about 20 ns, and it takes "
-        "about 30 ns with miss classification on, 16 ns with it off (the same stream then runs "
-        "at about 3.2e8/s). Classification stays on by default because chapters 02 and 12, "
-        "the CLI and docs report the miss classes."
+        "7 of 8 accesses take the inline fast path (18 instructions a time, the loop's "
+        "included); the 8th is a new line, 289 instructions with miss classification on and 173 "
+        "with it off, so the stream averages 52 instructions an access on, 37 off "
+        "(`sim.path.seq8`; 64 and 44 before this work). With classification off the same stream "
+        "runs over the goal (no_classify). With it on, a new line costs the quick path's lookup "
+        "that finds no match (about 70 instructions with the call), the fill (about 105: the "
+        "victim from the set's order word, tag, fingerprint, order, dirty flag, counts, and "
+        "once in 64 the DTLB's new page) and the classification (116: the call and its frame "
+        "about 30, the shadow about 35 (the new stamp's ring bit, the evicted tail's, the next "
+        "tail), the exiles' check, and the first-touch bitmap about 25). 3e8/s needs about 46 "
+        "instructions an access here, a new line in about 245: the classification would have "
+        "to lose its call and frame and most of the first-touch test."
     ),
     "sim.accesses_per_s.new_line": (
-        "Every access runs the full model, bound by the instructions it executes (callgrind, "
-        "which counts instructions without a PMU: 405 per access with classification, 231 "
-        "without, down from 508 and 328 before the per-set recency word and fingerprint "
-        "lookups). Of the 405, roughly: the classification shadow's miss (hash insert and the "
-        "evicted tail's delete) 85, the L1 miss and fill 80, the slow path's frame 75, the set "
-        "lookup 50, the array loop 23, the first-touch bitmap 20. `perf record -e cpu-clock`: "
-        "`pl_sim_access_slow` 20%, `pl_cache_miss` 14%, `pl_lru_insert` 12%. 1e8/s needs "
-        "about 130 instructions an access: that is a different design (no exact shadow, or "
-        "one shared with the cache's own tags), not tuning."
+        "Every access runs the miss path: 289 instructions with classification (`sim.path."
+        "new_line`), 173 without, against 385 and 227 before this work (the hashed LRU list and "
+        "the generic set lookup are gone: the shadow is now a stamp per slot and a ring of "
+        "bits, and `pl_sim_access_slow`'s quick path looks the L1D up inline and fills it "
+        "through one LRU helper). With classification off it is at the goal (no_classify). "
+        "1e8/s needs about 120 instructions an access on this host with classification on: "
+        "the lookup, fill and counts alone take about 180, so the goal needs a different "
+        "division of work (a miss path without the general level code, the shadow's bits "
+        "beside the set's order word), not tuning."
     ),
     "sim.vs_cachegrind.speedup": (
-        "The cache workload puts every access on a new line (one per 64-byte line of its "
-        "working sets), so every simulated access runs the full model, not the inline fast "
-        "path: about 18 ns an access against cachegrind's 15 ns per data access (see "
-        "sim_ns_per_access and cachegrind_ns_per_access; cachegrind sees about twice the "
-        "accesses, because the -O2 code reloads the plan's fields around each volatile access, "
-        "while the model is fed only the PL_LOAD/PL_STORE of the hot loop). `perf record -e "
-        "cpu-clock` of the simulated run: `pl_sim_access_slow` 71% of samples, and about a "
-        "third of those on the L1 classification shadow's hash probe and LRU unlink; with "
-        "classification off the run takes 0.87 s instead of 1.2 s (about 2.6x). 10x would "
-        "mean under 2 ns an access, about what the native access itself costs: an exact "
-        "per-access model cannot get there, only a different design (sampling, or batching "
-        "accesses by set) could."
+        "The cache workload makes 15 of every 16 accesses an L1 hit on another line than the "
+        "last (512-line working sets, 16 passes): a hit costs 175 instructions per access "
+        "through `pl_sim_access` with classification, 127 without (`sim.path.l1_hit`; 235 "
+        "and 190 before), and 141 and 91 in a run (`PL_LOAD_RUN`, which the workload's reads "
+        "now are: the checks, counts and fast-path state stay in registers). Of a classified "
+        "hit in a run, about 45 instructions are the shadow (the stamp moved, two ring bits, "
+        "the next tail), 35 the set lookup and LRU order word, 10 the SSE2 fingerprint "
+        "compare, the rest the loop, checks and counts. The simulated run went from 1.12 s to "
+        "0.85 s (the workload's 67 million accesses at about 12.6 ns each), while cachegrind "
+        "takes 18.4 ns for each of its 93 million data accesses (the old loop reloaded its "
+        "plan around every volatile store, which cachegrind counted as 143 million). 10x "
+        "would need about 2 ns an access, the native access included: a few instructions, "
+        "not an exact per-access model of tags, LRU order and an LRU shadow."
+    ),
+    "sim.vs_csimref.by_size": (
+        "csim-ref starts in about 1 ms; `pagelab sim trace` in about 45 ms of CPU (the "
+        "interpreter about 15 ms, argparse and the CLI's parser about 15, the C core and "
+        "cache-lab mode's own modules the rest: cache-lab mode no longer loads dataclasses, "
+        "the configuration layer or json, which took it from about 90 ms). Per line pagelab is "
+        "about 4 times faster (13 ns against 47), so it is 2x faster only from about 4 "
+        "million lines (the whole matrix trace, 5.7 million, is over the goal: "
+        "`sim.vs_csimref.speedup`), and on a cache lab's own traces (a few hundred to a few "
+        "hundred thousand lines) the interpreter's start alone is over twice csim-ref's whole "
+        "run: no Python command can meet this goal there."
     ),
     "run_all_s": (
         "The experiments' own measurements take the time, not the workers: each worker costs "
         "about 0.05 s of CPU to start (21 of them, about 1 s), while the simulated builds of "
-        "cache and latency take about 5 s of CPU (the model: `fetch`, `pl_cache_miss`, "
-        "`pl_lru_access` lead `perf record -e cpu-clock`), latency's native sweep about 2.3 s "
+        "cache and latency take about 5 s of CPU (the model: `fetch`, the L2's and LLC's "
+        "lookups and the DTLB's misses lead `perf record -e cpu-clock`), latency's native "
+        "sweep about 2.3 s "
         "(its timed chases and the warm-up lap of each of 57 sizes, 93% of its samples), ebizzy "
         "about 2 s and mountain about 1 s, and competition waits 1 s by design. The simulated "
         "builds now run first, side by side (a model's counts do not depend on what else runs, "
         "and no native run is beside them), and workers import the simulator only when they "
         "simulate. Its CPU time (cpu_s, workers included) is what an idle 2-vCPU machine "
         "would take, less the simulated builds' overlap, plus competition's wait; on a shared "
-        "machine (see the load average above) other work's share of the CPUs comes on top. "
-        "Cutting further means measuring less (fewer sizes, repetitions or modes), which the "
-        "goal rules out."
+        "machine (see the load average above, and `worker_start_s` against its 0.04 s on a "
+        "quiet one) other work's share of the CPUs comes on top, and cache and memory "
+        "contention stretch even the CPU time. Cutting further means measuring less (fewer "
+        "sizes, repetitions or modes), which the goal rules out."
     ),
 }
 
 CSIM_REF = """\
-## Comparing with CS:APP's csim-ref by hand
+## csim-ref
 
-csim-ref is the cache lab's reference binary; it is not on PyPI or in Debian, so the bench does
-not run it, and a replayer written here would measure a guess at it rather than csim-ref. With
-csim-ref from the cache lab handout, compare the same trace and geometry side by side:
+csim-ref is the cache lab's reference binary (CS:APP's cachelab-handout); it is not on PyPI or
+in Debian, so the bench runs it only where `$PAGELAB_CSIM_REF` names it (or `csim-ref` is on
+PATH), and otherwise says so. `sim.vs_csimref.speedup` times both whole commands, start-up
+included, on the matrix trace; `sim.vs_csimref.by_size` is the smallest ratio over its first
+1,000, 100,000 and 1,000,000 lines and the whole, each size's ratio beside it, and both tools'
+answers are checked to agree at every size. By hand:
 
 ```sh
 valgrind --tool=lackey --trace-mem=yes --log-file=matrix.trace ./matrix   # any program
@@ -77,24 +101,51 @@ for i in 1 2 3 4 5; do
 done
 ```
 
-Both print the same `hits:H misses:M evictions:E` line; take the median of each.
+Both print the same `hits:H misses:M evictions:E` line (csim-ref's -v lines end in a blank;
+pagelab's do not).
 """
+
+PATHS = """\
+bench/sim_paths.c feeds the simulator one stream per path, 8-byte loads through `pl_sim_access`
+(the -DPL_SIM workloads' hook), after one untimed round: an L1D of 32 KiB, 8 ways, 64-byte lines
+and a 64-entry 4-way DTLB (`l2_hit` adds a 512 KiB 8-way L2), the named defaults of pl_sim.h, so
+the counts are the same on every host. Instructions are callgrind's count of the whole loop,
+the loop's own three or four included; the times are CPU time on this machine. `same_line` is
+the inline fast path; `seq8` is 7 such accesses and a new line in 8; `l1_hit` another line that
+hits (pl_sim_access_slow's quick path, with no call); `l2_hit` an L1 miss that L2 serves;
+`new_line` a line never seen (a compulsory miss; a new page in 64); `tlb_miss` a DTLB miss and an
+L1 hit. With classification on, a hit also moves its line's stamp in the shadow, and a miss looks
+for it among the exiles and in the first-touch set. Before issue 22's work (a hashed LRU list as
+the shadow, the generic set lookup on every path) the same harness counted, on and off:
+same_line 18 and 18, seq8 64 and 44, l1_hit 235 and 190, l2_hit 613 and 394, new_line 385 and
+227, tlb_miss 383 and 338."""
 
 FIDELITY = """\
 ## What the fidelity ratios mean
 
 `fidelity.ratio.cache` and `fidelity.ratio.first_touch` run a workload's C twice, in turn, each
 time in a fresh process: through cffi in a pagelab worker (the path every experiment takes), and
-as a standalone program that the bench compiles -O2 from the same csrc/ files with a small
-`main()`. The figure is the median of the pair-by-pair ratios of the workload's own timed
-regions (worker over standalone). 1 means the lab's path (the Python interpreter around the
-workload, the worker's environment and address-space limit, the extension's build) adds nothing
-to what the workload measures; a value far from 1 would mean the chapters measure the lab as
-much as the memory system. `spread` is the interquartile range of the pair ratios: the regions
-are short (first-touch's are fault-bound), so a shared machine's preemptions scatter single
-pairs widely, and each ratio takes three times the bench's usual number of pairs. A ratio that
-lies within its spread of 1 says there is no difference this machine can resolve; `worker_s`
-and `standalone_s` are the two sides' median times.
+as a standalone program that the bench compiles from the same csrc/ files, with the extension's
+flags, and a small `main()`. The figure is the median of the pair-by-pair ratios of the CPU time
+(user + system, getrusage) of the workload's own timed regions, worker over standalone; `wall`
+is the same ratio for their clock time, which a shared machine's preemptions inflate. 1 means
+the lab's path (the Python interpreter around the workload, the worker's environment and
+address-space limit, the extension's build) adds nothing to what the workload measures.
+`spread` is the interquartile range of the pair ratios; a ratio within its spread of 1 says
+there is no difference this machine can resolve.
+
+`fidelity.same_code.*` counts the workload's functions (those its csrc/workloads file defines)
+whose instructions differ between the extension and the standalone build (objdump, addresses
+left out). Python compiles every extension with its own flags first, `-fwrapv` among them; that
+made the cache workload's `cache_measure` other machine code in the extension than in the
+standalone build, so the two sides no longer ran the same loop. The extension now adds
+`-fno-wrapv` (pylib/pagelab/_ffi_build.py), and this figure turns non-zero if the two builds
+part again. The cache workload's old loop also reloaded its plan's fields around every volatile
+store with a working set that fills the L1D exactly, which made its speed depend on where a
+process placed its stack and code: the main branch's bench measured it 11-14% slower in a
+worker than standalone, and the same machine code, rebuilt, ran 17% faster in a worker here.
+Its reads are now runs (`PL_LOAD_RUN` and plain loads), which the simulator sees access by
+access as before, and both sides measure the same.
 """
 
 AGREEMENT = """\
@@ -107,8 +158,20 @@ tests check 32 KiB 8-way, 4 KiB 2-way, 8 KiB direct-mapped and 64 KiB 4-way to w
 """
 
 
-# The keys every figure has; any other key is a detail shown beside its meaning.
-STANDARD = {"value", "unit", "source", "meaning", "command", "goal", "better", "met", "reason"}
+# The keys every figure has (reference: what it was compared with, measured in the same run);
+# any other key is a detail shown beside its meaning.
+STANDARD = {
+    "value",
+    "unit",
+    "source",
+    "meaning",
+    "command",
+    "goal",
+    "better",
+    "met",
+    "reason",
+    "reference",
+}
 
 
 def _number(v):
@@ -124,6 +187,26 @@ def _goal(f):
         return ""
     verdict = {None: "", True: " met", False: " **missed**"}[f["met"]]
     return f"{'>=' if f['better'] == 'higher' else '<='} {f['goal']:g}{verdict}"
+
+
+def _paths(figures):
+    """The per-path table: instructions (callgrind) and CPU time per simulated access."""
+    rows = {k.removeprefix("sim.path."): f for k, f in figures.items() if k.startswith("sim.path.")}
+    if not rows or all(f["value"] is None for f in rows.values()):
+        return []
+    out = [
+        "## The cost of one simulated access, path by path",
+        "",
+        PATHS,
+        "",
+        "| path | instructions, classification on | off | ns, on | off |",
+        "|---|---|---|---|---|",
+    ]
+    for name, f in rows.items():
+        if f["value"] is not None:
+            cells = (f["value"], f["no_classify"], f["ns"], f["ns_no_classify"])
+            out.append(f"| `{name}` | " + " | ".join(f"{v:.1f}" for v in cells) + " |")
+    return [*out, ""]
 
 
 def markdown(doc):
@@ -152,8 +235,8 @@ def markdown(doc):
         "Reproduce everything: `pagelab bench --json -o pyperf.json` (add `--fast` for a quick "
         "look). `python -m pyperf compare_to old.json new.json` compares two runs' raw timings.",
         "",
-        "| figure | value | goal | what it means | reproduce |",
-        "|---|---|---|---|---|",
+        "| figure | value | goal | reference, same run | what it means | reproduce |",
+        "|---|---|---|---|---|---|",
     ]
     for key, f in doc["figures"].items():
         meaning = f["meaning"] or ""
@@ -162,11 +245,9 @@ def markdown(doc):
             meaning += " (" + ", ".join(f"{k} {_number(v)}" for k, v in extra.items()) + ")"
         if f["value"] is None:
             meaning = (meaning + " " if meaning else "") + f"(unavailable: {f['reason']})"
-        lines.append(
-            f"| `{key}` | {_value(f)} | {_goal(f)} | {meaning} | `{f['command']}` |".replace(
-                "\n", " "
-            )
-        )
+        reference = f.get("reference") or ""
+        row = f"| `{key}` | {_value(f)} | {_goal(f)} | {reference} | {meaning} | `{f['command']}` |"
+        lines.append(row.replace("\n", " "))
     missed = [k for k, f in doc["figures"].items() if f.get("met") is False]
     lines += ["", "## Targets missed, and what limits them", ""]
     if not missed:
@@ -175,7 +256,7 @@ def markdown(doc):
         why = WHY_MISSED.get(key) or "not analysed yet."
         f = doc["figures"][key]
         lines.append(f"- `{key}`: {_value(f)}, goal {_goal(f)}. {why}")
-    lines += ["", FIDELITY, CSIM_REF, AGREEMENT]
+    lines += ["", *_paths(doc["figures"]), FIDELITY, CSIM_REF, AGREEMENT]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from helpers import ROOT, run
 from pagelab.cli import bench as _bench
+from pagelab.cli import bench_sim as _bench_sim
 from pagelab.cli.junit import nbval_outcomes
 from pagelab.experiments import runner as _run
 from pagelab.native import worker as _worker
@@ -21,11 +22,15 @@ KEYS = {
     "worker_start_s",
     "sim.accesses_per_s.seq8",
     "sim.accesses_per_s.new_line",
+    *(f"sim.path.{p}" for p in ("same_line", "seq8", "l1_hit", "l2_hit", "new_line", "tlb_miss")),
+    "sim.npot_vs_pot.l1",
+    "sim.npot_vs_pot.llc",
     "sim.llc_480m_vs_32m.time",
     "sim.llc_480m_vs_32m.rss",
     "sim.trace_lines_per_s",
     "sim.cachelab_command_s",
     "sim.vs_csimref.speedup",
+    "sim.vs_csimref.by_size",
     "sim.vs_cachegrind.speedup",
     "sim.vs_cachegrind.trace_speedup",
     "sim.vs_cachegrind.miss_agreement",
@@ -36,6 +41,8 @@ KEYS = {
     "counters.rdpmc_vs_syscall",
     "fidelity.ratio.cache",
     "fidelity.ratio.first_touch",
+    "fidelity.same_code.cache",
+    "fidelity.same_code.first_touch",
     "live.rate_hz",
     "live.slowdown",
     "panel.refresh_hz",
@@ -44,7 +51,7 @@ KEYS = {
     "panel.autocount_ms",
 }
 FULL_KEYS = KEYS | {"run_all_s", "nbval_s.all"}  # only without --fast
-SOURCES = {"clock", "rusage"}
+SOURCES = {"clock", "rusage", "valgrind", "objdump"}
 
 
 def _doc():
@@ -155,12 +162,41 @@ def test_standalone_harness_runs_the_workload_the_worker_runs(tmp_path):
     p = _workloads.validate("cache", {"size_mb": 1, "sets": 16, "lines": 64, "passes": 2})
     r = run([str(exe), "cache", *map(str, p.values())])
     assert r.returncode == 0, r.stderr
-    standalone = dict(line.split("\t") for line in r.stdout.splitlines())
+    standalone = {line.split("\t")[0]: line.split("\t")[1:] for line in r.stdout.splitlines()}
     raw = _worker.call(_run.WORKLOAD, {"name": "cache", "params": p, "events": None})
     assert list(standalone) == [region["label"] for region in raw["regions"]]
-    assert all(float(s) > 0 for s in standalone.values())
+    assert all(float(wall) > 0 and float(cpu) >= 0 for wall, cpu in standalone.values())
     bad = run([str(exe), "cache", "1"])  # a parameter short: usage, no run
     assert bad.returncode == 2 and "usage" in bad.stderr
+
+
+def test_same_code_tells_two_builds_of_a_function_apart(tmp_path):
+    """The disassembly compare behind fidelity.same_code: the same source and flags give the
+    same instructions (at other addresses), other optimisation gives other ones, and a static
+    name two files share is matched by its own file's neighbours."""
+    if not (shutil.which("cc") and shutil.which("objdump")):
+        pytest.skip("no C compiler (cc) or objdump here")
+    src = {
+        "a.c": "static int run(int *p, int n) { int s = 0; for (int i = 0; i < n; i++) "
+        "s += p[i] * i; return s; }\nint top(int *p, int n) { return run(p, n) + 1; }\n",
+        "other.c": "static int run(int x) { return x * 3; }\nint side(int x) { return run(x); }\n",
+        "main.c": "int top(int *, int); int side(int);\nint main(void) { return side(2); }\n",
+    }
+    for name, text in src.items():
+        (tmp_path / name).write_text(text)
+
+    def build(exe, order, *flags):
+        obj = ["cc", *flags, "-fno-inline", "-c", str(tmp_path / "a.c")]
+        subprocess.run(obj, cwd=tmp_path, check=True)
+        files = [str(tmp_path / f) for f in order]
+        subprocess.run(["cc", *flags, "-fno-inline", *files, "-o", str(tmp_path / exe)], check=True)
+        return _bench._bodies(_bench._functions(tmp_path / exe), _bench._layout(tmp_path / "a.o"))
+
+    first = build("x", ("main.c", "other.c", "a.c"), "-O2")
+    again = build("y", ("a.c", "main.c", "other.c"), "-O2")  # other addresses, same code
+    assert first == again and set(first) == {"run", "top"}
+    assert any(i.startswith("imul") for i in first["run"])  # a.c's run, not other.c's
+    assert build("z", ("main.c", "other.c", "a.c"), "-O0") != first
 
 
 def test_nbval_outcomes_reads_cells_and_chapter_times(tmp_path):
@@ -207,7 +243,8 @@ def test_bench_fast_json_reports_every_key(pagelab_cmd):
         assert isinstance(f["value"], (int, float)) or f["reason"], key
         assert f["command"] and f["source"] in SOURCES, key
     assert doc["machine"]["cpus"] >= 1 and doc["timings"]
-    assert doc["figures"]["sim.vs_csimref.speedup"]["value"] is None
+    if not _bench_sim._csimref_path():
+        assert "PAGELAB_CSIM_REF" in doc["figures"]["sim.vs_csimref.speedup"]["reason"]
     for key in _bench.LIVE:
         assert doc["figures"][key]["reason"] == _bench.FAST_LIVE, key
     for key in ("fidelity.ratio.cache", "fidelity.ratio.first_touch"):

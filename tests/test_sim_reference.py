@@ -260,3 +260,68 @@ def test_top_of_the_address_space():
     sizes = rng.integers(1, 9, 400).astype(np.uint32)
     compare({"l1": "8:2:1", "dtlb": "4:2"}, addr, ops, sizes)
     compare({"l1": "1K:4:64", "l2": "4K:8:64", "dtlb": "4:4"}, addr, ops, sizes)
+
+
+# --- the shadow's stamps, and runs -------------------------------------------------------------
+
+
+def test_stamps_renumbered_many_times_keep_the_classes_exact():
+    """An old line that stays in the shadow (in the level, or among its exiles once the level
+    evicts it) while hot lines run the stamp clock around its ring (4,096 stamps for a 4-line
+    level) keeps its place: touched again, it is the conflict or hit the plain model says."""
+    rng = np.random.default_rng(11)
+    blocks = []
+    for old in range(16, 24):  # sets 0 and 1 of 2 in turn
+        hot = rng.choice(np.array([0, 2, 5], dtype=np.uint64), 9_000)  # sets 0, 0, 1
+        blocks += [np.array([old], np.uint64), hot, np.array([old], np.uint64)]
+    addr = np.concatenate(blocks) * np.uint64(64)
+    ops = rng.integers(0, 3, len(addr)).astype(np.uint8)
+    stats = compare({"l1": "256:2:64"}, addr, ops, np.full(len(addr), 8, np.uint32))
+    l1 = stats.levels[0]
+    assert l1.conflict >= 4 and l1.compulsory == 11
+
+
+def test_many_exiles_grow_their_table_exactly():
+    """Hundreds of lines that one direct-mapped set evicts while the shadow still holds them
+    are all found again: their second round is all conflict misses, as the model says."""
+    lines = np.tile(np.arange(600, dtype=np.uint64) * np.uint64(1024), 2)
+    stats = compare(
+        {"l1": "64K:1:64"},
+        lines * np.uint64(64),
+        np.zeros(len(lines), np.uint8),
+        np.full(len(lines), 8, np.uint32),
+    )
+    assert stats.levels[0].conflict == 600 and stats.levels[0].compulsory == 600
+
+
+RUN_CONFIGS = [
+    {"l1": "32K:8:64", "l2": "512K:8:64", "dtlb": "64:4", "stlb": "1536:12"},
+    {"l1": "48K:16:64", "dtlb": "64:64"},  # 48 sets: the quick path's reduction; a wide DTLB
+    {"l1": "4K:4:64", "l2": "64K:8:64", "policy": "fifo"},  # no quick path
+    {"l1": "64:2:1", "classify": "l1"},  # one-byte lines, no TLB
+]
+RUNS = [  # base, stride (wrapping around to walk down), count, size, is_write
+    (1 << 32, 64, 3000, 8, 0),
+    (1 << 32, 8, 5000, 8, 1),
+    ((1 << 32) + 60, 64, 700, 8, 0),  # every access straddles two lines
+    (1 << 40, 4096 + 64, 900, 4, 1),  # a new page every time
+    ((1 << 32) + 64 * 3000, (1 << 64) - 64, 3000, 8, 0),  # downwards
+    (1 << 32, 0, 50, 1, 1),
+    (1 << 32, 64, 3000, 8, 0),  # the first run again: hits now
+]
+
+
+@pytest.mark.parametrize("cfg", RUN_CONFIGS, ids=lambda c: c["l1"])
+def test_runs_count_exactly_as_their_accesses_one_by_one(cfg):
+    """pl_sim_access_run(base, stride, count) (PL_LOAD_RUN) leaves every count, class and TLB
+    count where simulating each of its accesses in turn leaves them."""
+    from pagelab._native import lib
+
+    by_run, by_access = Simulator({**NO_LEVELS, **cfg}), Simulator({**NO_LEVELS, **cfg})
+    for base, stride, count, size, write in RUNS:
+        lib.pl_sim_access_run(by_run._sim, base, stride, count, size, write)
+        addr = (base + stride * np.arange(count, dtype=object)) % (1 << 64)
+        by_access.access(addr.astype(np.uint64), ops=write, sizes=size)
+    l1 = by_run.stats().levels[0]
+    assert by_run.stats() == by_access.stats()
+    assert l1.hits > 0 and l1.misses > 0 and l1.evictions > 0

@@ -378,6 +378,8 @@ int pl_sim_set_of(uint64_t sets, const uint64_t *line, size_t n, uint64_t *out);
 const struct pl_sim_counts *pl_sim_counts_live(const struct pl_sim *sim, int tlb, int i);
 int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
 void pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
+void pl_sim_access_run(struct pl_sim *sim, uint64_t addr, uint64_t stride, uint64_t count,
+                       uint32_t size, int is_write);
 void pl_sim_access_array(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,
                          const uint32_t *size, size_t n, uint8_t op_all, uint32_t size_all);
 void pl_sim_access_outcomes(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,

@@ -144,10 +144,10 @@ void pl_sim_reset(struct pl_sim *sim);
 int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out);
 
 /* The counts of cache level i (tlb 0) or TLB i (tlb 1) as they stand, live: the fast path's
- * accesses (first-level and DTLB hits, which pl_sim_stats adds) are not in them, so they change
- * only when an access takes the slow path, and then by exactly that access's misses, evictions
- * and classes. For charging misses to the code that caused them (a %%c cell's lines); NULL
- * where there is no such level. */
+ * accesses (first-level hits on the DTLB's most recently used page, which pl_sim_stats adds) are
+ * not in them, so they change only when an access misses somewhere or leaves that page, and
+ * then by exactly that access's misses, evictions and classes. For charging misses to the code
+ * that caused them (a %%c cell's lines); NULL where there is no such level. */
 const struct pl_sim_counts *pl_sim_counts_live(const struct pl_sim *sim, int tlb, int i);
 
 /* out[i] = line[i] mod sets, computed as the model computes set numbers; for tests. 0, or
@@ -183,6 +183,11 @@ static inline void pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t siz
  * PL_OP_* are skipped (the Python layer rejects them first). */
 void pl_sim_access_array(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,
                          const uint32_t *size, size_t n, uint8_t op_all, uint32_t size_all);
+/* count accesses of size bytes at addr, addr + stride, ... (stride may wrap around, to walk
+ * down): exactly pl_sim_access on each in turn, with the fast path's state kept in registers.
+ * Workloads whose loops stride tell the simulator their runs with PL_LOAD_RUN (pl_access.h). */
+void pl_sim_access_run(struct pl_sim *sim, uint64_t addr, uint64_t stride, uint64_t count,
+                       uint32_t size, int is_write);
 /* Like pl_sim_access_array without the fast path, recording the first level's outcome of each
  * access in outcome[i]: PL_SIM_HIT / PL_SIM_EVICT bits of the load (or the only access), and
  * the store of a PL_OP_MODIFY shifted left by 2. For cache-lab -v output. */

@@ -12,6 +12,9 @@
 #define PL_LEAF_SETS (1u << PL_LEAF_SHIFT)
 /* The first slots of a lazy set; it doubles when full, up to the ways. */
 #define PL_BLOCK_FIRST 2
+/* A lazy level's classification ring first covers 32 times this many lines, then grows with
+ * the lines the level holds. */
+#define LAZY_RING_LINES (1u << 15)
 /* Lazy levels map their memory in chunks of this size (leaves and blocks are far smaller). */
 #define PL_CHUNK_BYTES (2u << 20)
 
@@ -27,7 +30,8 @@ struct pl_leaf {
 
 /* One set of a lazy level: room for cap lines, the first fill of them valid. Ways fill in order
  * and are never invalidated, so a set keeps its way numbers when it grows. After the header:
- * cap tags, cap stamps (wide LRU/FIFO only), cap dirty flags. */
+ * cap tags, cap stamps (wide LRU/FIFO only), cap shadow stamps (classification only), cap dirty
+ * flags. */
 struct pl_block {
     uint32_t fill, cap;
     union {
@@ -37,9 +41,11 @@ struct pl_block {
     uint64_t tag[];
 };
 
-/* A lazy block's arrays: cap tags, cap stamps (NULL without), cap dirty flags. */
+/* A lazy block's arrays: cap tags, cap stamps (NULL without), cap shadow stamps (NULL
+ * without), cap dirty flags. */
 struct slots {
     uint64_t *tag, *stamp;
+    uint32_t *when;
     uint8_t *dirty;
 };
 
@@ -55,16 +61,20 @@ static int stamped(const struct pl_cache *c)
 
 static size_t block_bytes(const struct pl_cache *c, uint32_t cap)
 {
-    size_t bytes =
-        sizeof(struct pl_block) + (size_t)cap * (sizeof(uint64_t) * (1 + stamped(c)) + 1);
+    size_t slot = sizeof(uint64_t) * (1 + (size_t)stamped(c)) + 1;
+    if (c->shadow)
+        slot += sizeof(uint32_t);
+    size_t bytes = sizeof(struct pl_block) + (size_t)cap * slot;
     return (bytes + 7) & ~(size_t)7; /* the next block's tags stay aligned */
 }
 
 static struct slots block_slots(const struct pl_cache *c, struct pl_block *b)
 {
     uint64_t *stamp = stamped(c) ? b->tag + b->cap : NULL;
-    uint8_t *dirty = (uint8_t *)(b->tag + b->cap * (1 + (stamp != NULL)));
-    return (struct slots){b->tag, stamp, dirty};
+    uint64_t *end = b->tag + b->cap * (1 + (stamp != NULL));
+    uint32_t *when = c->shadow ? (uint32_t *)end : NULL;
+    uint8_t *dirty = when ? (uint8_t *)(when + b->cap) : (uint8_t *)end;
+    return (struct slots){b->tag, stamp, when, dirty};
 }
 
 void pl_cache_index_init(struct pl_cache *c, uint64_t sets)
@@ -102,7 +112,8 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
         if (stamped(c))
             c->stamp = pl_big_alloc(lines, sizeof *c->stamp);
         c->dirty = pl_big_alloc(lines, 1);
-        c->fp = pl_big_zalloc(lines + 8, 1); /* the spare bytes past the last set are read */
+        c->fp_last = ways % 16 ? (1u << ways % 16) - 1 : 0xFFFF;
+        c->fp = pl_big_zalloc(lines + 16, 1); /* a set's 16-byte compare reads past the last */
         c->fill = pl_big_alloc(sets, sizeof *c->fill);
         ok = c->tag && c->fp && (c->word || !(c->ordered || policy == PL_POLICY_PLRU)) &&
              (c->stamp || !stamped(c)) && c->dirty && c->fill;
@@ -110,19 +121,34 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
     if (ok && sets == 1 && ways > PL_CACHE_SCAN_WAYS && policy == PL_POLICY_LRU) {
         c->masked = 0;
         c->fa = malloc(sizeof *c->fa);
-        if (c->fa && pl_classifier_init(c->fa, ways)) {
+        if (c->fa && pl_lru_init(c->fa, ways)) {
             free(c->fa);
             c->fa = NULL;
         }
         ok = c->fa != NULL;
     }
     if (ok && classify) {
-        c->cls = malloc(sizeof *c->cls);
-        if (c->cls && pl_classifier_init(c->cls, (uint32_t)lines)) {
-            free(c->cls);
-            c->cls = NULL;
+        c->seen = malloc(sizeof *c->seen);
+        if (c->seen && pl_seen_init(c->seen)) {
+            free(c->seen);
+            c->seen = NULL;
         }
-        ok = c->cls != NULL;
+        ok = c->seen != NULL;
+    }
+    /* one LRU set is a fully associative LRU cache: its own shadow */
+    if (ok && classify && !(sets == 1 && policy == PL_POLICY_LRU)) {
+        /* a dense level's ring covers 32 times its lines from the start; a lazy one's grows */
+        unsigned bits = 0;
+        while ((1ull << bits) < 32 * (c->dir ? LAZY_RING_LINES : lines))
+            bits++;
+        c->shadow = malloc(sizeof *c->shadow);
+        if (c->shadow && pl_shadow_init(c->shadow, (uint32_t)lines, bits)) {
+            free(c->shadow);
+            c->shadow = NULL;
+        }
+        if (c->shadow && !c->dir)
+            c->when = pl_big_alloc(lines, sizeof *c->when);
+        ok = c->shadow && (c->when || c->dir);
     }
     if (!ok) {
         pl_cache_free(c);
@@ -156,15 +182,20 @@ void pl_cache_free(struct pl_cache *c)
     free(c->fp);
     free(c->word);
     free(c->stamp);
+    free(c->when);
     free(c->dirty);
     free(c->fill);
     if (c->fa) {
-        pl_classifier_free(c->fa);
+        pl_lru_free(c->fa);
         free(c->fa);
     }
-    if (c->cls) {
-        pl_classifier_free(c->cls);
-        free(c->cls);
+    if (c->seen) {
+        pl_seen_free(c->seen);
+        free(c->seen);
+    }
+    if (c->shadow) {
+        pl_shadow_free(c->shadow);
+        free(c->shadow);
     }
     memset(c, 0, sizeof *c);
 }
@@ -181,18 +212,24 @@ void pl_cache_reset(struct pl_cache *c)
             memset(c->word, 0, c->sets * sizeof *c->word);
         if (c->stamp)
             memset(c->stamp, 0, lines * sizeof *c->stamp);
+        if (c->when)
+            memset(c->when, 0, lines * sizeof *c->when);
         memset(c->dirty, 0, lines);
         memset(c->fill, 0, c->sets * sizeof *c->fill);
     }
     c->clock = 0;
     /* xorshift64* must not start at 0; mixing the seed also spreads nearby seeds apart */
     c->rng = (c->seed ^ 0x2545F4914F6CDD1Dull) * 0x9E3779B97F4A7C15ull | 1;
+    c->mru_line = PL_NO_LINE; /* a page number never is: the DTLB's check needs no mru_valid */
     c->mru_valid = 0;
     c->mru_dirty = &c->spare;
     if (c->fa)
-        pl_classifier_reset(c->fa);
-    if (c->cls)
-        pl_classifier_reset(c->cls);
+        pl_lru_reset(c->fa);
+    if (c->seen)
+        pl_seen_reset(c->seen);
+    if (c->shadow)
+        pl_shadow_reset(c->shadow);
+    c->held = 0;
     c->err = 0;
     memset(&c->n, 0, sizeof c->n);
 }
@@ -201,7 +238,7 @@ int pl_cache_error(const struct pl_cache *c)
 {
     if (c->err)
         return c->err;
-    return c->cls ? c->cls->err : 0;
+    return c->shadow ? c->shadow->err : 0;
 }
 
 /* A uniform way in [0, ways): multiply-shift instead of a modulo (no division). */
@@ -256,21 +293,24 @@ static uint32_t plru_victim(uint64_t bits, unsigned depth)
     return way;
 }
 
-/* Count a miss, and classify it. */
-PL_HOT void count_miss(struct pl_cache *c, uint64_t line, int is_write, int shadow_hit)
+/* Count a miss of line and classify it. With a shadow, *when is the stamp of the slot line
+ * now fills, and victim (stamp vwhen) the line it evicted, if evicted. */
+void pl_cache_classify(struct pl_cache *c, uint64_t line, uint32_t *when, int evicted,
+                       uint64_t victim, uint32_t vwhen)
 {
-    if (is_write)
-        c->n.write_misses++;
-    else
-        c->n.read_misses++;
-    if (!c->cls)
-        return;
-    /* a shadow hit means the line was touched before: only shadow misses can be compulsory */
-    if (shadow_hit) {
-        c->n.conflict++;
-        return;
+    if (c->shadow) {
+        struct pl_shadow *k = c->shadow;
+        *when = pl_shadow_return(k, line);
+        int held = pl_shadow_touch(k, when);
+        if (evicted && vwhen >= k->tail)
+            pl_shadow_exile(k, victim, vwhen);
+        /* a shadow hit means the line was touched before: only misses can be compulsory */
+        if (held) {
+            c->n.conflict++;
+            return;
+        }
     }
-    int seen = pl_seen_test_and_set(c->cls, line);
+    int seen = pl_seen_test_and_set(c->seen, line);
     if (seen < 0)
         c->err = seen;
     else if (seen)
@@ -317,18 +357,18 @@ PL_HOT int filled(struct pl_cache *c, uint64_t line, uint8_t *d, int is_write, i
     return flags;
 }
 
-int pl_cache_miss(struct pl_cache *c, uint64_t set, uint64_t line, int is_write, uint8_t **dirty,
-                  int shadow_hit)
+int pl_cache_miss(struct pl_cache *c, uint64_t set, uint64_t line, int is_write, uint8_t **dirty)
 {
     uint64_t base = set * c->ways;
     uint32_t w, fill = c->fill[set];
-    if (line == PL_NO_LINE) {
+    if (__builtin_expect(line == PL_NO_LINE, 0)) {
         /* the one line number that equals the empty-slot tag: only valid slots count */
         for (uint32_t i = 0; i < fill; i++)
             if (c->tag[base + i] == line)
                 return pl_cache_hit(c, line, set, base, (int)i, is_write, dirty);
+    } else if (c->ordered && c->policy == PL_POLICY_LRU) {
+        return pl_cache_fill_lru(c, set, line, is_write, dirty);
     }
-    count_miss(c, line, is_write, shadow_hit);
     int flags = 0;
     if (fill < c->ways) {
         w = fill; /* free ways first, in order */
@@ -340,22 +380,27 @@ int pl_cache_miss(struct pl_cache *c, uint64_t set, uint64_t line, int is_write,
         c->n.writebacks += c->dirty[base + w];
     }
     uint64_t slot = base + w;
+    uint32_t *when = c->when ? &c->when[slot] : NULL;
+    pl_cache_count_miss(c, line, is_write, when, flags, c->tag[slot], when ? *when : 0);
     c->tag[slot] = line;
     c->fp[slot] = pl_cache_fingerprint(line);
     fill_way(c, c->word, set, c->stamp, slot, w);
-    return filled(c, line, &c->dirty[slot], is_write, flags, dirty);
+    flags = filled(c, line, &c->dirty[slot], is_write, flags, dirty);
+    if (__builtin_expect(c->shadow != NULL, 0) && pl_shadow_full(c->shadow))
+        pl_cache_renumber(c);
+    return flags;
 }
 
-static int fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
-                     int shadow_hit)
+static int fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty)
 {
     uint32_t node;
     int evicted, flags = 0;
-    if (pl_lru_access(c->fa, line, &node, &evicted)) {
+    uint64_t old;
+    if (pl_lru_access(c->fa, line, &node, &evicted, &old)) {
         c->dirty[node] |= (uint8_t)(is_write != 0);
         flags = PL_SIM_HIT;
     } else {
-        count_miss(c, line, is_write, shadow_hit);
+        pl_cache_count_miss(c, line, is_write, NULL, 0, 0, 0); /* one LRU set: no shadow */
         if (evicted) {
             flags = PL_SIM_EVICT;
             c->n.evictions++;
@@ -421,6 +466,8 @@ static struct pl_block *grow_set(struct pl_cache *c, uint64_t set, struct pl_blo
         memcpy(to.tag, from.tag, b->fill * sizeof *to.tag);
         if (to.stamp)
             memcpy(to.stamp, from.stamp, b->fill * sizeof *to.stamp);
+        if (to.when)
+            memcpy(to.when, from.when, b->fill * sizeof *to.when);
         memcpy(to.dirty, from.dirty, b->fill);
         b->next = c->free_block[block_class(b->cap)];
         c->free_block[block_class(b->cap)] = b;
@@ -430,7 +477,7 @@ static struct pl_block *grow_set(struct pl_cache *c, uint64_t set, struct pl_blo
 }
 
 static int lazy_access(struct pl_cache *c, uint64_t set, uint64_t line, int is_write,
-                       uint8_t **dirty, int shadow_hit)
+                       uint8_t **dirty)
 {
     struct pl_leaf *leaf = c->dir[set >> PL_LEAF_SHIFT];
     struct pl_block *b = leaf ? leaf->set[set & (PL_LEAF_SETS - 1)] : NULL;
@@ -450,12 +497,15 @@ static int lazy_access(struct pl_cache *c, uint64_t set, uint64_t line, int is_w
         c->mru_line = line;
         c->mru_dirty = *dirty;
         c->mru_valid = 1;
+        if (c->shadow)
+            pl_cache_shadow_hit(c, &s.when[w]);
         return PL_SIM_HIT;
     }
-    count_miss(c, line, is_write, shadow_hit);
     if (fill == (b ? b->cap : 0) && fill < c->ways && (c->err || !(b = grow_set(c, set, b)))) {
         /* no room (once out of memory, no more tries): the line is not kept, the counts are
          * incomplete, and stats say so */
+        uint32_t spare_when = 0;
+        pl_cache_count_miss(c, line, is_write, &spare_when, 0, 0, 0);
         c->err = -ENOMEM;
         c->spare = 0;
         *dirty = &c->spare;
@@ -467,24 +517,50 @@ static int lazy_access(struct pl_cache *c, uint64_t set, uint64_t line, int is_w
     if (fill < c->ways) {
         w = fill; /* free ways first, in order */
         b->fill = fill + 1;
+        c->held++;
     } else {
         w = victim(c, &b->word, 0, s.stamp, 0);
         flags = PL_SIM_EVICT;
         c->n.evictions++;
         c->n.writebacks += s.dirty[w];
     }
+    uint32_t *when = s.when ? &s.when[w] : NULL;
+    pl_cache_count_miss(c, line, is_write, when, flags, b->tag[w], when ? *when : 0);
     b->tag[w] = line;
     fill_way(c, &b->word, 0, s.stamp, w, w);
-    return filled(c, line, &s.dirty[w], is_write, flags, dirty);
+    flags = filled(c, line, &s.dirty[w], is_write, flags, dirty);
+    if (c->shadow && pl_shadow_full(c->shadow))
+        pl_cache_renumber(c);
+    return flags;
 }
 
-int pl_cache_access_other(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
-                          int shadow_hit)
+int pl_cache_access_other(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty)
 {
     if (c->fa)
-        return fa_access(c, line, is_write, dirty, shadow_hit);
+        return fa_access(c, line, is_write, dirty);
     uint64_t set = pl_cache_set(c, line);
     if (c->dir)
-        return lazy_access(c, set, line, is_write, dirty, shadow_hit);
-    return pl_cache_lookup(c, set, line, is_write, dirty, shadow_hit);
+        return lazy_access(c, set, line, is_write, dirty);
+    return pl_cache_lookup(c, set, line, is_write, dirty);
+}
+
+void pl_cache_renumber(struct pl_cache *c)
+{
+    struct pl_shadow *k = c->shadow;
+    pl_shadow_renumber_begin(k);
+    if (c->when) {
+        for (uint64_t i = 0, n = c->sets * c->ways; i < n; i++)
+            c->when[i] = pl_shadow_restamp(k, c->when[i]);
+    }
+    for (struct pl_leaf *leaf = c->leaves; leaf; leaf = leaf->next) {
+        for (unsigned i = 0; i < PL_LEAF_SETS; i++) {
+            struct pl_block *b = leaf->set[i];
+            if (!b)
+                continue;
+            uint32_t *when = block_slots(c, b).when;
+            for (uint32_t w = 0; w < b->fill; w++)
+                when[w] = pl_shadow_restamp(k, when[w]);
+        }
+    }
+    pl_shadow_renumber_end(k, c->held);
 }

@@ -4,6 +4,9 @@
 #define PL_CACHE_H
 
 #include <stdint.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "pl_classify.h"
 #include "pl_sim.h"
@@ -48,7 +51,10 @@ struct pl_cache {
     /* Dense levels: per set, ways slots starting at set * ways; slots [0, fill[set]) are valid
      * (the model never invalidates a line, so the valid slots stay a prefix). */
     uint64_t *tag;
-    uint8_t *fp; /* per slot, the fingerprint of its tag (pl_cache_find), and 8 spare bytes */
+    /* Per slot, the fingerprint of its tag (pl_cache_find), and 16 spare bytes at the end;
+     * fp_last masks the ways of a set's last group of 16. */
+    uint8_t *fp;
+    uint32_t fp_last;
     /* Per set, one word: under LRU and FIFO with ordered sets, its way numbers in 4-bit nibbles,
      * most recently used (filled) first, so a lookup needs neither a search for the victim nor
      * a stamp per slot (positions at and beyond the fill hold leftovers, which the lowest-match
@@ -56,6 +62,7 @@ struct pl_cache {
      * node n). NULL under random and for wider LRU/FIFO sets, which use stamp. */
     uint64_t *word;
     uint64_t *stamp; /* wide LRU: time of last use; wide FIFO: time of fill; else NULL */
+    uint32_t *when;  /* per slot, its line's stamp in the classification shadow; else NULL */
     uint8_t *dirty;
     uint32_t *fill;
     /* Lazy levels (tag == NULL): sets >> PL_LEAF_SHIFT leaf pointers, NULL until a set of the
@@ -67,6 +74,7 @@ struct pl_cache {
     struct pl_chunk *chunks;
     char *bump, *bump_end;
     struct pl_block *free_block[PL_BLOCK_CLASSES];
+    uint64_t held;       /* lines a lazy level holds */
     unsigned plru_depth; /* log2 ways */
     uint64_t clock;      /* stamps: one tick per access that changes one */
     uint64_t seed, rng;  /* RANDOM: xorshift64* state, rewound to seed on reset */
@@ -79,10 +87,14 @@ struct pl_cache {
     /* One set of more than PL_CACHE_SCAN_WAYS ways under LRU (AMD's fully associative
      * DTLBs, say): an exact LRU list with a hash index replaces the linear scans, and slot
      * numbers are its node numbers. NULL otherwise. */
-    struct pl_classifier *fa;
-    struct pl_classifier *cls; /* NULL without classification */
-    int err;                   /* -ENOMEM once a lazy set or classification could not grow */
-    uint8_t spare;             /* the dirty flag of a line that found no room (err) */
+    struct pl_lru *fa;
+    /* Classification: the first-touch set, and the shadow (pl_classify.h). Both NULL without
+     * classification; the shadow also NULL for one LRU set, which is its own shadow (a miss
+     * there is never a conflict). */
+    struct pl_seen *seen;
+    struct pl_shadow *shadow;
+    int err;       /* -ENOMEM once a lazy set or classification could not grow */
+    uint8_t spare; /* the dirty flag of a line that found no room (err) */
     struct pl_sim_counts n;
 };
 
@@ -98,11 +110,15 @@ int pl_cache_error(const struct pl_cache *c);
 /* Sets up only c's set arithmetic, for sets (>= 1) sets: pl_sim_set_of's. */
 void pl_cache_index_init(struct pl_cache *c, uint64_t sets);
 /* The miss path of pl_cache_lookup (and its careful path for line == PL_NO_LINE). */
-int pl_cache_miss(struct pl_cache *c, uint64_t set, uint64_t line, int is_write, uint8_t **dirty,
-                  int shadow_hit);
+int pl_cache_miss(struct pl_cache *c, uint64_t set, uint64_t line, int is_write, uint8_t **dirty);
+/* The classification of a miss of line (c->seen is not NULL). With a shadow, *when is the
+ * stamp of the slot line now fills, and victim (stamp vwhen) the line it evicted, if evicted. */
+void pl_cache_classify(struct pl_cache *c, uint64_t line, uint32_t *when, int evicted,
+                       uint64_t victim, uint32_t vwhen);
 /* pl_cache_access for any level that is not masked. */
-int pl_cache_access_other(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty,
-                          int shadow_hit);
+int pl_cache_access_other(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty);
+/* Every stamp of the level and its shadow renumbered (pl_shadow_full). */
+void pl_cache_renumber(struct pl_cache *c);
 
 /* Forced inline: the slow path of every access runs through these. */
 #define PL_HOT static inline __attribute__((always_inline))
@@ -133,22 +149,44 @@ PL_HOT uint8_t pl_cache_fingerprint(uint64_t line)
     return (uint8_t)((line * 0x9E3779B97F4A7C15ull) >> 56);
 }
 
-/* The way of line in the set at slot base, or -1. Eight fingerprints are compared at once
- * (SWAR: a zero-byte test of their xor with the line's; its false positives, borrows, only lie
- * above a true match), and only the candidates' tags are read. */
-PL_HOT int pl_cache_find(const struct pl_cache *c, uint64_t base, uint64_t line)
+/* Bit i set: byte i of the 16 at p is f. */
+PL_HOT uint32_t pl_match16(const uint8_t *p, uint8_t f)
 {
-    uint64_t f = pl_cache_fingerprint(line) * PL_BYTES;
-    for (uint32_t i = 0; i < c->ways; i += 8) {
+#ifdef __SSE2__
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    return (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8((char)f)));
+#else
+    /* SWAR: a zero-byte test of the xor with f in every byte (its false positives, borrows,
+     * only lie above a true match, and the tag compare rejects them), then the byte flags
+     * gathered into bits by a multiply */
+    uint32_t m = 0;
+    for (int half = 0; half < 2; half++) {
         uint64_t x;
-        __builtin_memcpy(&x, c->fp + base + i, sizeof x);
+        __builtin_memcpy(&x, p + 8 * half, sizeof x);
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
         x = __builtin_bswap64(x);
 #endif
-        x ^= f;
-        for (uint64_t z = (x - PL_BYTES) & ~x & (0x80 * PL_BYTES); z; z &= z - 1) {
-            uint32_t w = i + (uint32_t)__builtin_ctzll(z) / 8;
-            if (w < c->ways && c->tag[base + w] == line)
+        x ^= f * PL_BYTES;
+        uint64_t z = ((x - PL_BYTES) & ~x & (0x80 * PL_BYTES)) >> 7;
+        m |= (uint32_t)((z * 0x0102040810204080ull) >> 56) << (8 * half);
+    }
+    return m;
+#endif
+}
+
+/* The way of line in the set whose slots start at base, or -1. Sixteen fingerprints are
+ * compared at once, and only the candidates' tags are read. */
+PL_HOT int pl_cache_find(const struct pl_cache *c, uint64_t base, uint64_t line)
+{
+    const uint8_t *fp = c->fp + base;
+    uint8_t f = pl_cache_fingerprint(line);
+    for (uint32_t i = 0; i < c->ways; i += 16) {
+        uint32_t m = pl_match16(fp + i, f);
+        if (i + 16 >= c->ways)
+            m &= c->fp_last;
+        for (; m; m &= m - 1) {
+            uint32_t w = i + (uint32_t)__builtin_ctz(m);
+            if (c->tag[base + w] == line)
                 return (int)w;
         }
     }
@@ -171,6 +209,58 @@ PL_HOT void pl_cache_order_touch(uint64_t *order, uint32_t w)
     *order = (o & ~through) | (o & before) << 4 | w;
 }
 
+/* Count a miss of line, and classify it (pl_cache_classify). */
+PL_HOT void pl_cache_count_miss(struct pl_cache *c, uint64_t line, int is_write, uint32_t *when,
+                                int evicted, uint64_t victim, uint32_t vwhen)
+{
+    c->n.read_misses += !is_write;
+    c->n.write_misses += is_write != 0;
+    if (__builtin_expect(c->seen != NULL, 0))
+        pl_cache_classify(c, line, when, evicted, victim, vwhen);
+}
+
+/* The miss of line (not PL_NO_LINE) in set of a dense level under LRU with its order in one
+ * word per set: it takes the next free way, or the least recently used one's, and becomes the
+ * most recent. Returns PL_SIM_EVICT or 0; *dirty is its dirty flag. */
+PL_HOT int pl_cache_fill_lru(struct pl_cache *c, uint64_t set, uint64_t line, int is_write,
+                             uint8_t **dirty)
+{
+    uint64_t base = set * c->ways, order = c->word[set];
+    uint32_t w = c->fill[set];
+    int out = 0;
+    if (w < c->ways) {
+        c->fill[set] = w + 1;
+    } else {
+        w = (uint32_t)(order >> 4 * (c->ways - 1)) & 15;
+        out = PL_SIM_EVICT;
+        c->n.evictions++;
+        c->n.writebacks += c->dirty[base + w];
+    }
+    uint64_t slot = base + w;
+    uint32_t *when = c->when ? &c->when[slot] : NULL;
+    pl_cache_count_miss(c, line, is_write, when, out, c->tag[slot], when ? *when : 0);
+    c->tag[slot] = line;
+    c->fp[slot] = pl_cache_fingerprint(line);
+    c->word[set] = order << 4 | w;
+    uint8_t *d = &c->dirty[slot];
+    *d = (uint8_t)(is_write != 0);
+    *dirty = d;
+    c->mru_line = line;
+    c->mru_dirty = d;
+    c->mru_valid = 1;
+    if (__builtin_expect(c->shadow != NULL, 0) && pl_shadow_full(c->shadow))
+        pl_cache_renumber(c);
+    return out;
+}
+
+/* The shadow's part of a hit on a line whose stamp is *when (c->shadow is not NULL). */
+PL_HOT void pl_cache_shadow_hit(struct pl_cache *c, uint32_t *when)
+{
+    pl_shadow_touch(c->shadow, when);
+    if (pl_shadow_full(c->shadow))
+        pl_cache_renumber(c);
+}
+
 /* Bookkeeping of a hit on way w of a dense set (its slots start at base). */
 PL_HOT int pl_cache_hit(struct pl_cache *c, uint64_t line, uint64_t set, uint64_t base, int w,
                         int is_write, uint8_t **dirty)
@@ -182,6 +272,8 @@ PL_HOT int pl_cache_hit(struct pl_cache *c, uint64_t line, uint64_t set, uint64_
         c->stamp[slot] = ++c->clock;
     else if (c->policy == PL_POLICY_PLRU)
         pl_cache_plru_touch(&c->word[set], c->plru_depth, (uint32_t)w);
+    if (c->shadow)
+        pl_cache_shadow_hit(c, &c->when[slot]);
     c->dirty[slot] |= (uint8_t)(is_write != 0);
     *dirty = &c->dirty[slot];
     c->mru_line = line;
@@ -190,14 +282,14 @@ PL_HOT int pl_cache_hit(struct pl_cache *c, uint64_t line, uint64_t set, uint64_
     return PL_SIM_HIT;
 }
 
-/* The lookup of line in set of a dense level, after the MRU check and the shadow. */
+/* The lookup of line in set of a dense level, after the MRU check. */
 PL_HOT int pl_cache_lookup(struct pl_cache *c, uint64_t set, uint64_t line, int is_write,
-                           uint8_t **dirty, int shadow_hit)
+                           uint8_t **dirty)
 {
     uint64_t base = set * c->ways;
     int w = line == PL_NO_LINE ? -1 : pl_cache_find(c, base, line);
     if (w < 0)
-        return pl_cache_miss(c, set, line, is_write, dirty, shadow_hit);
+        return pl_cache_miss(c, set, line, is_write, dirty);
     return pl_cache_hit(c, line, set, base, w, is_write, dirty);
 }
 
@@ -214,10 +306,9 @@ PL_HOT int pl_cache_access(struct pl_cache *c, uint64_t line, int is_write, uint
         *dirty = c->mru_dirty;
         return PL_SIM_HIT;
     }
-    int shadow_hit = c->cls ? pl_shadow_access(c->cls, line) : 0;
     if (!c->masked)
-        return pl_cache_access_other(c, line, is_write, dirty, shadow_hit);
-    return pl_cache_lookup(c, line & c->set_mask, line, is_write, dirty, shadow_hit);
+        return pl_cache_access_other(c, line, is_write, dirty);
+    return pl_cache_lookup(c, line & c->set_mask, line, is_write, dirty);
 }
 
 #pragma GCC visibility pop

@@ -1,9 +1,20 @@
-/* Miss classification (Hill's three Cs) for one cache level. Private to csrc/sim.
+/* Miss classification (Hill's three Cs) for one cache level, and the exact LRU list of wide fully
+ * associative sets. Private to csrc/sim.
  *   compulsory: the first access to the line ever (a first-touch set remembers every line);
  *   conflict:   not compulsory, and a fully associative LRU cache with the same number of lines
  *               (the shadow, fed every access of the level) would have hit;
  *   capacity:   not compulsory, and the shadow missed too.
- * The shadow's LRU list also serves as the store of wide fully associative LRU caches. */
+ *
+ * The shadow keeps no list. Every access gives its line the next stamp of a clock; the shadow
+ * holds the cap lines with the latest stamps, so a line is in it exactly when its stamp is at
+ * least tail, the stamp of the least recently used line it holds. A ring of bits over stamps
+ * marks the live ones (each the latest stamp of a line it holds): when that line leaves or is
+ * used again, the next tail is the next set bit. A stamp lives beside its line: in the level's
+ * own slot (the cache finds the line anyway, so a hit costs no lookup), or, for a line the level
+ * evicted while the shadow still holds it, in a small hash table of exiles, which only the
+ * level's misses look up. Stamps that fall below tail are dead where they lie. When the clock
+ * runs a whole ring ahead of tail, every stamp is renumbered in order (pl_cache_renumber), which
+ * a ring 32 times the lines held makes rare. */
 #ifndef PL_CLASSIFY_H
 #define PL_CLASSIFY_H
 
@@ -13,30 +24,16 @@
 /* Internal to the simulator: calls bind inside the module and may be inlined. */
 #pragma GCC visibility push(hidden)
 
+#define PL_GOLDEN 0x9E3779B97F4A7C15ull /* Fibonacci hashing: 2^64 / golden ratio */
+
+/* --- first-touch set ---------------------------------------------------------------------- */
+
 /* Lines per first-touch bitmap chunk: 512 bits are 64 bytes, one host cache line, and cover
  * 32 KiB of 64-byte lines, so dense traces need few chunks and sparse ones waste little. */
 #define PL_SEEN_CHUNK_SHIFT 9
 #define PL_SEEN_CHUNK_WORDS ((1u << PL_SEEN_CHUNK_SHIFT) / 64)
 /* Initial first-touch table: grows by doubling, so the start only needs to be small. */
 #define PL_SEEN_INITIAL_SLOTS 64
-/* The shadow's first table: 2^14 slots (256 KiB). A shadow of up to 4096 lines (an L1's, or
- * the list of a wide fully associative set) needs no more, so it is allocated whole and never
- * grows; a larger one starts here and doubles with the lines it holds. */
-#define PL_LRU_FIRST_BITS 14
-
-/* A hash table slot holds the tag itself, so a probe reads one host cache line. */
-struct pl_lru_slot {
-    uint64_t tag;
-    uint32_t node; /* the line's node; 0 = empty */
-    uint32_t home; /* the tag's home slot: deletion need not hash again */
-};
-
-struct pl_lru_node {
-    uint32_t prev, next; /* towards the most and the least recent line */
-    uint32_t slot;       /* where the node's line sits in the hash table: deletion needs no
-                            search */
-    uint32_t unused;
-};
 
 /* A slot of the first-touch table: chunk number -> index + 1 of its bitmap (0 = empty). */
 struct pl_seen_slot {
@@ -44,25 +41,8 @@ struct pl_seen_slot {
     uint64_t idx;
 };
 
-struct pl_classifier {
-    /* Shadow: a fully associative LRU list of cap lines, found through an open-addressing hash
-     * table with linear probing and backward-shift deletion, at most a quarter full while the
-     * table is small enough to stay in the host's caches, at most half full beyond that. Node
-     * 0 is the sentinel of the circular list; lines live in nodes 1 .. used. The nodes and the
-     * table grow (doubling) with the lines held, so memory follows the lines touched, not
-     * cap; reset shrinks them back. */
-    uint32_t cap, used;
-    uint32_t nodes; /* nodes allocated, the sentinel included */
-    struct pl_lru_node *node;
-    struct pl_lru_slot *slot;
-    uint64_t slot_mask;
-    unsigned slot_shift; /* hash = (key * golden) >> slot_shift */
-    unsigned first_bits; /* log2 slots after init and reset */
-    unsigned full_bits;  /* log2 slots when cap lines are held: the table grows no further */
-    uint64_t slot_limit; /* lines the table may hold before it doubles */
-    int err;             /* -ENOMEM once the shadow could not grow (it then holds fewer lines) */
-    /* First-touch set: open addressing, doubled when half full; the bitmaps live in one array
-     * that also doubles. */
+/* Open addressing, doubled when half full; the bitmaps live in one array that also doubles. */
+struct pl_seen {
     struct pl_seen_slot *chunk;
     uint64_t chunk_mask;
     unsigned chunk_shift;
@@ -73,97 +53,18 @@ struct pl_classifier {
     uint64_t last_idx; /* its bitmap index + 1, 0 = none */
 };
 
-/* 0, -EINVAL or -ENOMEM (nothing left allocated). 1 <= cap < UINT32_MAX lines. */
-int pl_classifier_init(struct pl_classifier *k, uint32_t cap);
-void pl_classifier_free(struct pl_classifier *k);
-/* Empty again, with the memory of a fresh classifier (never fails: when a smaller table cannot
- * be had, the grown one is cleared instead). */
-void pl_classifier_reset(struct pl_classifier *k);
-/* --- the shadow's hot path, inline --- */
-
-/* Groups of 2^PL_LRU_GROUP_SHIFT consecutive lines hash together and sit side by side, so a
- * sequential walk probes one host cache line per group instead of one per line, while strides
- * (the usual conflict-miss experiments) still scatter. Even an L1's small table gains: a
- * simulated workload's own data competes with it for the host's L1. */
-#define PL_LRU_GROUP_SHIFT 2
-#define PL_LRU_GOLDEN 0x9E3779B97F4A7C15ull /* Fibonacci hashing: 2^64 / golden ratio */
-
-/* Home slot of a line: its group's hash (the top bits of a product), then its place in the
- * group. */
-static inline uint64_t pl_lru_home(const struct pl_classifier *k, uint64_t line)
-{
-    unsigned g = PL_LRU_GROUP_SHIFT;
-    uint64_t group = ((line >> g) * PL_LRU_GOLDEN) >> (k->slot_shift + g);
-    return (group << g | (line & ((1u << g) - 1))) & k->slot_mask;
-}
-
-/* The list is circular through the sentinel node 0: its next is the head (most recent), its
- * prev the tail, so linking and unlinking need no tests. */
-static inline void pl_lru_unlink(struct pl_lru_node *node, uint32_t n)
-{
-    uint32_t p = node[n].prev, q = node[n].next;
-    node[p].next = q;
-    node[q].prev = p;
-}
-
-static inline void pl_lru_push_front(struct pl_lru_node *node, uint32_t n)
-{
-    uint32_t head = node[0].next;
-    node[n].prev = 0;
-    node[n].next = head;
-    node[head].prev = n;
-    node[0].next = n;
-}
-
-/* Look line (home slot h) up. A hit becomes the most recent line: its node (>= 1). A miss: 0,
- * and *free_slot is the empty slot that ends its probe run. */
-static inline uint32_t pl_lru_find(struct pl_classifier *k, uint64_t line, uint64_t h,
-                                   uint64_t *free_slot)
-{
-    uint64_t i = h;
-    for (; k->slot[i].node; i = (i + 1) & k->slot_mask) {
-        if (k->slot[i].tag == line) {
-            uint32_t n = k->slot[i].node;
-            if (k->node[0].next != n) {
-                pl_lru_unlink(k->node, n);
-                pl_lru_push_front(k->node, n);
-            }
-            return n;
-        }
-    }
-    *free_slot = i;
-    return 0;
-}
-
-/* The miss path: line enters at the front, in free slot i of home h (as pl_lru_find left
- * them), replacing the least recently used line when the list is full (*evicted), or when it
- * could not grow (k->err). Its node. */
-uint32_t pl_lru_insert(struct pl_classifier *k, uint64_t line, uint64_t h, uint64_t i,
-                       int *evicted);
-
-/* Record an access in the shadow; 1 if the shadow held the line (a shadow hit), else 0. */
-static inline int pl_shadow_access(struct pl_classifier *k, uint64_t line)
-{
-    uint64_t h = pl_lru_home(k, line), i;
-    if (pl_lru_find(k, line, h, &i))
-        return 1;
-    int evicted;
-    pl_lru_insert(k, line, h, i, &evicted);
-    return 0;
-}
-
-/* The same list as an exact fully associative LRU cache in its own right (of at most 4096
- * lines: allocated whole, it never grows and never fails): also gives the node (0 .. cap-1)
- * that holds the line now, and whether a miss replaced another line there. */
-int pl_lru_access(struct pl_classifier *k, uint64_t line, uint32_t *node, int *evicted);
-
+/* 0 or -ENOMEM (nothing left allocated). */
+int pl_seen_init(struct pl_seen *k);
+void pl_seen_free(struct pl_seen *k);
+/* Empty again, with the memory of a fresh set where it can be had. */
+void pl_seen_reset(struct pl_seen *k);
 /* The bitmap of first-touch chunk key (index + 1), created if new; 0 when out of memory. */
-uint64_t pl_seen_chunk(struct pl_classifier *k, uint64_t key);
+uint64_t pl_seen_chunk(struct pl_seen *k, uint64_t key);
 
 /* Mark line touched; 1 if it was touched before, 0 if this is the first time, -ENOMEM if the
  * set could not grow (the line is then not recorded). Inline: a run of misses in one chunk
  * costs a compare and a bit test each. */
-static inline int pl_seen_test_and_set(struct pl_classifier *k, uint64_t line)
+static inline int pl_seen_test_and_set(struct pl_seen *k, uint64_t line)
 {
     uint64_t key = line >> PL_SEEN_CHUNK_SHIFT;
     uint64_t idx = k->last_idx && k->last_key == key ? k->last_idx : pl_seen_chunk(k, key);
@@ -178,6 +79,150 @@ static inline int pl_seen_test_and_set(struct pl_classifier *k, uint64_t line)
     *w |= m;
     return was;
 }
+
+/* --- the shadow ---------------------------------------------------------------------------- */
+
+/* A line out of the level but still in the shadow, and its stamp. */
+struct pl_exile {
+    uint64_t line;
+    uint32_t when; /* 0: an empty slot */
+    uint32_t unused;
+};
+
+struct pl_shadow {
+    uint32_t lines;     /* lines of the level */
+    uint32_t cap;       /* the shadow's capacity: lines, less only once memory ran out */
+    uint32_t live;      /* lines it holds */
+    uint32_t now;       /* the next stamp (stamps start at 1; 0 is never live) */
+    uint32_t tail;      /* the least recently used line's stamp: held means stamp >= tail */
+    uint64_t *ring;     /* bit s & ring_mask set: stamp s in [tail, now) is live */
+    uint32_t *rank;     /* per ring word, for renumbering: the new stamp of its first live bit */
+    uint32_t ring_mask; /* ring bits - 1; now - tail stays within it */
+    uint32_t min_bits;  /* log2 of the ring's bits after a reset */
+    /* Exiles: open addressing, linear probing, backward-shift deletion; dead ones (stamp below
+     * tail) are dropped when the table fills and when stamps are renumbered. */
+    struct pl_exile *ex;
+    uint64_t ex_mask;
+    unsigned ex_shift;
+    uint64_t ex_used; /* entries, dead ones included */
+    int err;          /* -ENOMEM once an exile found no room (its line then counts as gone) */
+};
+
+/* 0, -EINVAL or -ENOMEM (nothing left allocated). 1 <= cap <= PL_SIM_MAX_LINES; ring_bits
+ * (log2) for a level whose lines are all allocated up front, which must cover 32 * cap for
+ * renumbering to stay rare; a lazy level starts smaller and grows it (pl_shadow_renumber). */
+int pl_shadow_init(struct pl_shadow *k, uint32_t cap, unsigned ring_bits);
+void pl_shadow_free(struct pl_shadow *k);
+/* Empty again (the clock back to 1); the level resets its own stamps to 0. */
+void pl_shadow_reset(struct pl_shadow *k);
+
+static inline void pl_ring_flip(const struct pl_shadow *k, uint32_t s)
+{
+    uint32_t bit = s & k->ring_mask;
+    k->ring[bit >> 6] ^= 1ull << (bit & 63);
+}
+
+/* The first live stamp after the word of s (pl_shadow_next's scan). */
+uint32_t pl_shadow_scan(const struct pl_shadow *k, uint32_t s);
+
+/* The next live stamp after s: there is one (the latest access's), within a ring of s. */
+static inline __attribute__((always_inline)) uint32_t pl_shadow_next(const struct pl_shadow *k,
+                                                                     uint32_t s)
+{
+    uint32_t bit = (s + 1) & k->ring_mask;
+    uint64_t w = k->ring[bit >> 6] >> (bit & 63);
+    return w ? s + 1 + (uint32_t)__builtin_ctzll(w) : pl_shadow_scan(k, s);
+}
+
+/* An access to a line whose stamp is *when (0, or any stamp below tail: not in the shadow).
+ * *when becomes the newest stamp. 1 if the shadow held the line (it would have hit). */
+static inline __attribute__((always_inline)) int pl_shadow_touch(struct pl_shadow *k,
+                                                                 uint32_t *when)
+{
+    uint32_t s = *when, t = k->now++;
+    *when = t;
+    pl_ring_flip(k, t);
+    if (s >= k->tail) {
+        pl_ring_flip(k, s);
+        if (s == k->tail)
+            k->tail = pl_shadow_next(k, s);
+        return 1;
+    }
+    if (k->live < k->cap) {
+        k->live++;
+    } else { /* the least recently used line leaves; its stamp, wherever it is, is dead */
+        pl_ring_flip(k, k->tail);
+        k->tail = pl_shadow_next(k, k->tail);
+    }
+    return 0;
+}
+
+/* 1 when the clock is nearly a ring ahead of tail: renumber before the next access. The word
+ * of bits before a ring's end never wraps around onto tail's word, so each word of the ring
+ * holds stamps of one stretch of the clock (pl_shadow_restamp ranks them by word). */
+static inline int pl_shadow_full(const struct pl_shadow *k)
+{
+    return k->now - k->tail > k->ring_mask - 64;
+}
+
+/* The stamp of an exiled line, taken out of the exiles (the level holds it again), or 0. */
+uint32_t pl_shadow_recall(struct pl_shadow *k, uint64_t line);
+static inline uint32_t pl_shadow_return(struct pl_shadow *k, uint64_t line)
+{
+    return k->ex_used ? pl_shadow_recall(k, line) : 0;
+}
+/* The level evicted line, whose stamp was when: kept among the exiles if the shadow holds it. */
+void pl_shadow_exile(struct pl_shadow *k, uint64_t line, uint32_t when);
+
+/* Renumbering, by the level that holds the stamps: begin, the new stamp of every stamp the
+ * level holds (new stamps keep their order, from 1; the dead become 0), end, which renumbers
+ * the exiles. grow: the level's lines held, for a lazy level, whose ring then grows to at
+ * least 32 times as many bits where memory allows (0: the ring stays as it is). */
+void pl_shadow_renumber_begin(struct pl_shadow *k);
+static inline uint32_t pl_shadow_restamp(const struct pl_shadow *k, uint32_t s)
+{
+    if (s < k->tail)
+        return 0;
+    uint32_t bit = s & k->ring_mask, word = bit >> 6;
+    uint64_t below = k->ring[word] & ((1ull << (bit & 63)) - 1);
+    return k->rank[word] + (uint32_t)__builtin_popcountll(below);
+}
+void pl_shadow_renumber_end(struct pl_shadow *k, uint64_t grow);
+
+/* --- the LRU list of wide fully associative sets ------------------------------------------- */
+
+/* A hash table slot holds the tag itself, so a probe reads one host cache line. */
+struct pl_lru_slot {
+    uint64_t tag;
+    uint32_t node; /* the line's node; 0 = empty */
+    uint32_t home; /* the tag's home slot: deletion need not hash again */
+};
+
+struct pl_lru_node {
+    uint32_t prev, next; /* towards the most and the least recent line */
+    uint32_t slot;       /* where the node's line sits in the hash table */
+    uint32_t unused;
+};
+
+/* An exact LRU list of cap lines (at most PL_SIM_MAX_WAYS), found through an open-addressing
+ * hash table at most a quarter full, with linear probing and backward-shift deletion. Node 0
+ * is the sentinel of the circular list; lines live in nodes 1 .. used. Allocated whole. */
+struct pl_lru {
+    uint32_t cap, used;
+    struct pl_lru_node *node;
+    struct pl_lru_slot *slot;
+    uint64_t slot_mask;
+    unsigned slot_shift; /* hash = (key * golden) >> slot_shift */
+};
+
+/* 0, -EINVAL or -ENOMEM (nothing left allocated). 1 <= cap <= PL_SIM_MAX_WAYS. */
+int pl_lru_init(struct pl_lru *k, uint32_t cap);
+void pl_lru_free(struct pl_lru *k);
+void pl_lru_reset(struct pl_lru *k);
+/* Look line up; a miss enters it at the front, replacing the least recently used line when
+ * the list is full (*evicted, and *old is that line). 1 on a hit. *node (0 .. cap-1) holds the
+ * line now. */
+int pl_lru_access(struct pl_lru *k, uint64_t line, uint32_t *node, int *evicted, uint64_t *old);
 
 #pragma GCC visibility pop
 

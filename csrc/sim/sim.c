@@ -12,11 +12,33 @@
 /* Seeds of the levels differ so that two random-policy levels do not make the same choices. */
 #define LEVEL_SEED_STEP 0x9E3779B97F4A7C15ull
 
+/* What pl_sim_access_slow's quick path reads, side by side: the first level's hot fields (its
+ * arrays never move) and the DTLB's most recently used page. */
+struct quick {
+    /* The DTLB's most recently used page (its mru_line), or no_page: 0 without TLBs (with
+     * page_shift 63, which all user addresses match), PL_NO_LINE, which no page number
+     * matches, where the first level does not suit the quick path (a dense level under LRU,
+     * its order in one word per set). */
+    unsigned page_shift;
+    const uint64_t *page;
+    uint64_t set_mask; /* sets - 1 for a power of two, else 0 (mod) */
+    pl_u128 mod;       /* pl_cache's */
+    uint64_t sets;
+    uint32_t ways, fp_last;
+    uint64_t *tag, *word;
+    uint8_t *fp, *dirty;
+    uint32_t *when; /* NULL without a shadow */
+    struct pl_shadow *shadow;
+    struct pl_cache *l1;
+};
+
 struct pl_sim_core {
+    struct quick q;
     int nlevels, ntlbs;
     unsigned page_shift;
     struct pl_cache level[PL_SIM_MAX_LEVELS];
     struct pl_cache tlb[PL_SIM_MAX_TLBS];
+    uint64_t no_page;      /* the quick path's page without TLBs */
     uint8_t no_line_dirty; /* stands in for the L1 dirty flag when there is no cache level */
 };
 
@@ -166,6 +188,27 @@ int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out)
     }
     /* the fast-path granule: the L1 line (never larger than a page), else the page */
     sim->shift = cfg->nlevels ? k->level[0].shift : k->page_shift;
+    struct pl_cache *l1 = &k->level[0];
+    /* 1-byte lines are left out: their line numbers reach PL_NO_LINE */
+    int on = cfg->nlevels && l1->tag && !l1->fa && l1->policy == PL_POLICY_LRU && l1->ordered &&
+             l1->shift > 0;
+    k->no_page = on ? 0 : PL_NO_LINE;
+    k->q = (struct quick){
+        .page_shift = cfg->ntlbs ? k->page_shift : 63,
+        .page = on && cfg->ntlbs ? &k->tlb[0].mru_line : &k->no_page,
+        .set_mask = l1->set_mask,
+        .mod = l1->mod,
+        .sets = l1->sets,
+        .ways = l1->ways,
+        .fp_last = l1->fp_last,
+        .tag = l1->tag,
+        .word = l1->word,
+        .fp = l1->fp,
+        .dirty = l1->dirty,
+        .when = l1->when,
+        .shadow = l1->shadow,
+        .l1 = l1,
+    };
     sim->gmask = (1ull << sim->shift) - 1;
     pl_sim_reset(sim);
     *out = sim;
@@ -283,8 +326,12 @@ static __attribute__((noinline)) int lookup_lines(struct pl_sim_core *k, uint64_
     }
 }
 
-int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write)
+/* An access the quick path does not take: lines or pages straddled, a first level that is not
+ * dense, or no first level. */
+static __attribute__((noinline)) int access_lines(struct pl_sim *sim, uint64_t addr, uint32_t size,
+                                                  int is_write)
 {
+    is_write = is_write != 0;
     struct pl_sim_core *k = sim->core;
     uint64_t end = addr + (size ? size - 1 : 0);
     if (end < addr)
@@ -293,7 +340,7 @@ int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_
         /* the DTLB's most recently used page again: a hit that changes nothing else */
         struct pl_cache *dtlb = &k->tlb[0];
         uint64_t page = addr >> k->page_shift;
-        if (page == dtlb->mru_line && dtlb->mru_valid && page == end >> k->page_shift)
+        if (page == dtlb->mru_line && page == end >> k->page_shift)
             dtlb->n.reads += !is_write, dtlb->n.writes += is_write != 0;
         else
             translate(k, page, end >> k->page_shift, is_write);
@@ -312,37 +359,170 @@ int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_
     return out;
 }
 
-/* pl_sim_access over arrays, with the fast-path state in locals: through sim, every store to
- * *last_dirty (a uint8_t, which may alias anything) would force the state to be reloaded. op and
- * size are constant NULLs in the specialised copies, so the common loops test nothing per access
- * but the fast path. */
+/* The quick path's miss: the first level's miss path, then the levels below. */
+static __attribute__((noinline)) int quick_miss(struct pl_sim *sim, uint64_t x, uint64_t set,
+                                                int is_write)
+{
+    struct pl_sim_core *k = sim->core;
+    struct pl_cache *c = &k->level[0];
+    uint8_t *dirty;
+    int out = pl_cache_fill_lru(c, set, x, is_write, &dirty);
+    if (k->nlevels > 1)
+        fetch(k, 1, x << c->shift, c->shift, is_write);
+    sim->last = x;
+    sim->limit = sim->gmask + 1;
+    sim->last_dirty = dirty;
+    return out;
+}
+
+static __attribute__((noinline)) void quick_renumber(struct pl_sim *sim)
+{
+    pl_cache_renumber(&sim->core->level[0]);
+}
+
+/* The quick path: an access within one line of a dense first level under LRU (its order in
+ * one word per set). A page other than the DTLB's most recently used one is translated first.
+ * On an L1 hit it does everything, with no call but a renumbering of the shadow's stamps once
+ * in many thousand accesses, and returns 1; *last and *last_dirty become the fast path's
+ * state. Else it returns 0 with *set the line's set, or -1 where the quick path does not
+ * apply. Its counts: an access to the first level on the DTLB's most recently used page, the
+ * fast path's own case, joins *fast (also on a miss: the miss path counts only the miss); after
+ * a translation, the first level counts its access itself. */
+PL_HOT int quick(struct pl_sim *sim, const struct quick *q, uint64_t a, uint64_t sz, int is_write,
+                 uint64_t *last, uint8_t **last_dirty, uint64_t *fast, uint64_t *set)
+{
+    *set = UINT64_MAX;
+    if (__builtin_expect((a & sim->gmask) + sz - 1 > sim->gmask, 0))
+        return 0;
+    if (__builtin_expect(a >> q->page_shift == *q->page, 1)) {
+        fast[is_write]++;
+    } else {
+        if (q->page == &sim->core->no_page)
+            return 0; /* the quick path does not apply */
+        translate(sim->core, a >> q->page_shift, a >> q->page_shift, is_write);
+        q->l1->n.reads += !is_write;
+        q->l1->n.writes += is_write;
+    }
+    uint64_t x = a >> sim->shift;
+    uint64_t s =
+        __builtin_expect(q->set_mask != 0, 1) ? x & q->set_mask : pl_fastmod(x, q->mod, q->sets);
+    uint64_t base = s * q->ways, slot;
+    uint32_t w, m = pl_match16(q->fp + base, pl_cache_fingerprint(x)) & q->fp_last;
+    for (;; m &= m - 1) {
+        if (!m) {
+            *set = s;
+            return 0;
+        }
+        w = (uint32_t)__builtin_ctz(m);
+        slot = base + w;
+        if (q->tag[slot] == x)
+            break;
+    }
+    pl_cache_order_touch(&q->word[s], w);
+    uint8_t *dirty = &q->dirty[slot];
+    if (is_write)
+        *dirty = 1;
+    *last = x;
+    *last_dirty = dirty;
+    q->l1->mru_line = x;
+    q->l1->mru_dirty = dirty;
+    if (q->shadow) {
+        pl_shadow_touch(q->shadow, &q->when[slot]);
+        if (pl_shadow_full(q->shadow))
+            quick_renumber(sim);
+    }
+    return 1;
+}
+
+int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write)
+{
+    const struct quick *q = &sim->core->q;
+    uint64_t set;
+    is_write = is_write != 0;
+    /* limit stays as it was: a hit follows an earlier access, which set it */
+    if (quick(sim, q, addr, size, is_write, &sim->last, &sim->last_dirty, sim->fast, &set))
+        return PL_SIM_HIT;
+    if (set != UINT64_MAX)
+        return quick_miss(sim, addr >> sim->shift, set, is_write);
+    return access_lines(sim, addr, size, is_write);
+}
+
+/* pl_sim_access over many accesses, with the fast path's state in locals: through sim, every
+ * store to *last_dirty (a uint8_t, which may alias anything) would force the state to be
+ * reloaded. */
+struct cursor {
+    uint64_t last, limit;
+    uint8_t *last_dirty;
+    uint64_t fast[2];
+};
+
+static void cursor_load(struct cursor *cur, const struct pl_sim *sim)
+{
+    cur->last = sim->last;
+    cur->limit = sim->limit;
+    cur->last_dirty = sim->last_dirty;
+}
+
+/* One access (is_write 0 or 1) of such a loop. */
+PL_HOT void step(struct pl_sim *sim, const struct quick *q, struct cursor *cur, uint64_t a,
+                 uint64_t sz, int is_write)
+{
+    uint64_t set;
+    if ((a >> sim->shift) == cur->last && (a & sim->gmask) + sz - 1 < cur->limit) {
+        cur->fast[is_write]++;
+        if (is_write)
+            *cur->last_dirty = 1;
+        return;
+    }
+    if (quick(sim, q, a, sz, is_write, &cur->last, &cur->last_dirty, cur->fast, &set))
+        return;
+    if (set != UINT64_MAX)
+        quick_miss(sim, a >> sim->shift, set, is_write);
+    else
+        access_lines(sim, a, (uint32_t)sz, is_write);
+    cursor_load(cur, sim);
+}
+
+static void cursor_save(struct pl_sim *sim, const struct cursor *cur)
+{
+    sim->last = cur->last;
+    sim->last_dirty = cur->last_dirty;
+    sim->fast[0] += cur->fast[0];
+    sim->fast[1] += cur->fast[1];
+}
+
+/* op and size are constant NULLs in the specialised copies, so the common loops test nothing
+ * per access but the fast path. */
 PL_HOT void access_run(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,
                        const uint32_t *size, size_t n, uint8_t op_all, uint32_t size_all)
 {
-    const unsigned shift = sim->shift;
-    const uint64_t gmask = sim->gmask;
-    uint64_t last = sim->last, limit = sim->limit, fast[2] = {0, 0};
-    uint8_t *last_dirty = sim->last_dirty;
+    const struct quick *q = &sim->core->q;
+    struct cursor cur = {.fast = {0, 0}};
+    cursor_load(&cur, sim);
     for (size_t i = 0; i < n; i++) {
         uint8_t o = op ? op[i] : op_all;
         uint64_t a = addr[i], sz = size ? size[i] : size_all;
-        for (int w = 0; w < 2; w++) {
-            if (!(w ? o == PL_OP_STORE || o == PL_OP_MODIFY : o == PL_OP_LOAD || o == PL_OP_MODIFY))
-                continue;
-            if ((a >> shift) == last && (a & gmask) + sz - 1 < limit) {
-                fast[w]++;
-                if (w)
-                    *last_dirty = 1;
-                continue;
-            }
-            pl_sim_access_slow(sim, a, (uint32_t)sz, w);
-            last = sim->last;
-            limit = sim->limit;
-            last_dirty = sim->last_dirty;
-        }
+        if (o == PL_OP_LOAD || o == PL_OP_MODIFY)
+            step(sim, q, &cur, a, sz, 0);
+        if (o == PL_OP_STORE || o == PL_OP_MODIFY)
+            step(sim, q, &cur, a, sz, 1);
     }
-    sim->fast[0] += fast[0];
-    sim->fast[1] += fast[1];
+    cursor_save(sim, &cur);
+}
+
+void pl_sim_access_run(struct pl_sim *sim, uint64_t addr, uint64_t stride, uint64_t count,
+                       uint32_t size, int is_write)
+{
+    const struct quick *q = &sim->core->q;
+    struct cursor cur = {.fast = {0, 0}};
+    cursor_load(&cur, sim);
+    if (is_write)
+        for (uint64_t i = 0; i < count; i++, addr += stride)
+            step(sim, q, &cur, addr, size, 1);
+    else
+        for (uint64_t i = 0; i < count; i++, addr += stride)
+            step(sim, q, &cur, addr, size, 0);
+    cursor_save(sim, &cur);
 }
 
 void pl_sim_access_array(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,

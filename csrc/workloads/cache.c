@@ -7,10 +7,10 @@
  *
  * This file is compiled twice: natively (pl_cache_run, the table entry, the parameters), and by
  * csrc/workloads/sim_variants.c with -DPL_SIM, where PL_NAME(pl_cache_run) is pl_cache_run_sim
- * and every PL_LOAD/PL_STORE of the hot loop is also fed to the cache/TLB simulator. Setup
- * (mapping and prefaulting the buffer) uses plain accesses so the simulator never sees it. All
- * file-level names carry a cache_ prefix: the sim build may include several workload files in one
- * translation unit. */
+ * and every access of the hot loop (PL_STORE, PL_LOAD_RUN) is also fed to the cache/TLB
+ * simulator. Setup (mapping and prefaulting the buffer) uses plain accesses so the simulator
+ * never sees it. All file-level names carry a cache_ prefix: the sim build may include several
+ * workload files in one translation unit. */
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -38,7 +38,9 @@ struct cache_plan {
     int64_t sets, lines, passes, write_every;
 };
 
-/* The hot loop: every access of the original goes through PL_LOAD/PL_STORE, nothing else does. */
+/* The hot loop: every access of the original goes through PL_STORE, or PL_LOAD_RUN and a plain
+ * load, nothing else does. Line i is written when i % write_every == 0, as in the original;
+ * the reads between two written lines are one run. */
 static unsigned cache_walk(struct pl_sim *sim, const struct cache_plan *w, int random,
                            uint64_t seed)
 {
@@ -53,15 +55,13 @@ static unsigned cache_walk(struct pl_sim *sim, const struct cache_plan *w, int r
             base = 0; /* wrap, like the original */
         volatile unsigned char *ws = w->buf + base * CACHE_LINE;
         for (int64_t pass = 0; pass < w->passes; pass++) {
-            int64_t until_write = 0; /* line i is written when i % write_every == 0 */
-            for (int64_t i = 0; i < w->lines; i++) {
+            for (int64_t i = 0; i < w->lines; i += w->write_every) {
                 volatile unsigned char *p = ws + i * CACHE_LINE;
-                if (until_write-- == 0) {
-                    PL_STORE(sim, p, (unsigned char)pass);
-                    until_write = w->write_every - 1;
-                } else {
-                    sum += PL_LOAD(sim, p);
-                }
+                int64_t group = w->lines - i < w->write_every ? w->lines - i : w->write_every;
+                PL_STORE(sim, p, (unsigned char)pass);
+                PL_LOAD_RUN(sim, p + CACHE_LINE, CACHE_LINE, group - 1);
+                for (int64_t k = 1; k < group; k++)
+                    sum += p[k * CACHE_LINE];
             }
         }
     }

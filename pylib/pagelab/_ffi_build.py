@@ -33,8 +33,12 @@ def _sources():
 
 # STYLE.md's flags, as errors: the tree builds with zero warnings. cffi's generated glue is
 # compiled with them too, which is why -Wmissing-prototypes stays in the compile test only
-# (its PyInit__native has no prototype); csrc/ itself is checked with it.
-CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Wshadow", "-Werror"]
+# (its PyInit__native has no prototype); csrc/ itself is checked with it. Python's own flags
+# come first on an extension's compile line (sysconfig's CFLAGS, "-O3 -fwrapv" on CPython):
+# -O2 overrides -O3, and -fno-wrapv undoes -fwrapv (signed overflow wraps), which changes how
+# the workloads' loops compile. So the extension's C is the same machine code as the bench's
+# standalone build of the same files (fidelity.same_code).
+CFLAGS = ["-std=c11", "-O2", "-fno-wrapv", "-Wall", "-Wextra", "-Wshadow", "-Werror"]
 # Calls between csrc files (the simulator's slow path from every -DPL_SIM workload) bind inside
 # the module, not through the PLT. The symbols stay exported: the fault profile names the
 # workloads' functions with dladdr (so no hidden visibility), and the compiler keeps treating

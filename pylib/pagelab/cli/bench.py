@@ -13,11 +13,10 @@ turns its raw timings into a pyperf BenchmarkSuite that ``python -m pyperf compa
 import contextlib
 import functools
 import importlib.util
-import json
 import math
 import os
 import platform
-import resource
+import re
 import shutil
 import statistics
 import subprocess
@@ -27,32 +26,19 @@ import time
 from pathlib import Path
 
 from .._version import __version__
+from .figures import (
+    ROOT,
+    _child_cpu,
+    _figure,
+    _pairs,
+    _ratio,
+    _spread,
+    _unavailable,
+)
 
-ROOT = Path(__file__).resolve().parents[3]  # a source checkout: bench/, notebooks/
-# The lackey trace of the cache-lab figures: a 512x512 int matrix filled, transposed and summed
-# (about 5.7 million lines, 80 MB), built with -O1 so its loops stay real loads and stores.
-MATRIX = r"""
-#include <stdio.h>
-#define N 512
-static int a[N][N], b[N][N];
-int main(void)
-{
-    for (int i = 0; i < N; i++)
-        for (int j = 0; j < N; j++)
-            a[i][j] = i ^ j;
-    for (int i = 0; i < N; i++)
-        for (int j = 0; j < N; j++)
-            b[j][i] = a[i][j];
-    long s = 0;
-    for (int i = 0; i < N; i++)
-        for (int j = 0; j < N; j++)
-            s += b[i][j];
-    printf("%ld\n", s);
-    return 0;
-}
-"""
 # The standalone side of fidelity.ratio: one workload of the C table with its parameters in
-# table order, no counters, each timed region's label and CLOCK_MONOTONIC seconds on a line.
+# table order, no counters; each timed region on a line: its label, CLOCK_MONOTONIC seconds and
+# CPU seconds (user + system, getrusage), as the worker's region metrics have them.
 HARNESS = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,9 +63,15 @@ int main(int argc, char **argv)
         }
         for (int r = 0; r < out.nregions; r++) {
             const struct pl_snapshot *b = &out.region[r].begin, *e = &out.region[r].end;
-            printf("%s\t%.9f\n", out.region[r].label,
+            const struct rusage *rb = &b->rusage, *re = &e->rusage;
+            printf("%s\t%.9f\t%.6f\n", out.region[r].label,
                    (double)(e->clock.tv_sec - b->clock.tv_sec) +
-                       (double)(e->clock.tv_nsec - b->clock.tv_nsec) / 1e9);
+                       (double)(e->clock.tv_nsec - b->clock.tv_nsec) / 1e9,
+                   (double)(re->ru_utime.tv_sec - rb->ru_utime.tv_sec + re->ru_stime.tv_sec -
+                            rb->ru_stime.tv_sec) +
+                       (double)(re->ru_utime.tv_usec - rb->ru_utime.tv_usec +
+                                re->ru_stime.tv_usec - rb->ru_stime.tv_usec) /
+                           1e6);
         }
         return 0;
     }
@@ -87,14 +79,6 @@ int main(int argc, char **argv)
     return 2;
 }
 """
-LAB = ("-s", "6", "-E", "8", "-b", "6")
-D1 = (32768, 8, 64)  # the cachegrind comparison's D1 (and pagelab's L1D)
-# A host with a 480 MiB 16-way L3 (491,520 sets; issue 18), and the same with a 32 MiB L3: a
-# 64 MiB working set, one load per line in a random order (a pointer chase's), three passes.
-BIG_HOST = {"l1": "48K:12:64", "l2": "2M:16:64", "llc": "480M:16:64"}
-SMALL_LLC = "32M:16:64"
-WORKING_SET = 64 << 20
-PASSES = 3
 # bench/bench_live.py's figures: key -> (unit, goal, higher is better); the goals are the live
 # widget's (issue 9) and the kernel panel's (issues 13 and 20)
 LIVE = {
@@ -108,101 +92,45 @@ LIVE = {
 FAST_LIVE = "--fast skips the browser, Jupyter server and widget figures (minutes of runs)"
 
 
-def _figure(value, unit, meaning, command, goal=None, higher_is_better=True, reason=None, **extra):
-    met = None
-    if goal is not None and value is not None:
-        met = value >= goal if higher_is_better else value <= goal
-    d = {"value": value, "unit": unit, "source": "clock", "meaning": meaning, "command": command}
-    if goal is not None:
-        d["goal"] = goal
-        d["better"] = "higher" if higher_is_better else "lower"
-        d["met"] = met
-    if value is None:
-        d["reason"] = reason
-    d.update(extra)
-    return d
+def _functions(path):
+    """Function name -> [(address, instructions)] of every function of that name (static ones
+    may share it), from objdump -d, with the addresses, rip-relative offsets and the padding
+    after the last instruction (which differ between two binaries of the same code) left out."""
+    cmd = ["objdump", "-d", "--no-show-raw-insn", str(path)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    funcs, body = {}, None
+    for line in out.splitlines():
+        if m := re.match(r"([0-9a-f]+) <([^>]+)>:$", line):
+            body = []
+            funcs.setdefault(m.group(2), []).append((int(m.group(1), 16), body))
+        elif body is not None and "\t" in line:
+            ins = re.sub(r"\s*#.*$", "", line.split("\t", 1)[1])
+            ins = re.sub(r"\b[0-9a-f]+ <[^>]+>", "<addr>", ins)
+            body.append(re.sub(r"-?0x[0-9a-f]+\(%rip\)", "(%rip)", ins).strip())
+    for bodies in funcs.values():
+        for _, body in bodies:
+            while body and re.match(r"(data16 |cs |xchg   %ax,%ax|nop)", body[-1]):
+                body.pop()
+    return funcs
 
 
-def _unavailable(unit, meaning, reason, command="pagelab bench --json"):
-    return _figure(None, unit, meaning, command, reason=reason)
+def _layout(obj):
+    """Function name -> its offset in the .text of an object file (objdump -t)."""
+    out = subprocess.run(["objdump", "-t", str(obj)], check=True, capture_output=True, text=True)
+    rows = (line.split() for line in out.stdout.splitlines())
+    return {r[-1]: int(r[0], 16) for r in rows if len(r) == 6 and r[2] == "F" and r[3] == ".text"}
 
 
-def _child_cpu(cmd, **kw):
-    """CPU seconds (user + system) of one run of cmd, which must succeed."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-def _cachegrind_counts(out_file):
-    """Event name -> the whole program's count, from a cachegrind.out file."""
-    for line in Path(out_file).read_text().splitlines():
-        if line.startswith("events:"):
-            names = line.split()[1:]
-        elif line.startswith("summary:"):
-            return dict(zip(names, map(int, line.split()[1:])))
-    raise ValueError(f"{out_file} has no summary line")
-
-
-def _peak_rss():
-    """This process's peak resident set in bytes (VmHWM)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) << 10
-    raise OSError("/proc/self/status has no VmHWM line")
-
-
-def working_set(llc):
-    """In a worker: WORKING_SET through BIG_HOST's hierarchy with LLC llc (simulator created,
-    fed PASSES times, reset): the thread's CPU seconds, the growth of the peak RSS, and the
-    LLC's hits and misses."""
-    import numpy as np
-
-    from ..sim.simulator import Simulator
-
-    lines = np.random.default_rng(0).permutation(WORKING_SET // 64).astype(np.uint64)
-    addr = lines * np.uint64(64)
-    before = _peak_rss()
-    t0 = time.thread_time()
-    sim = Simulator({**BIG_HOST, "llc": llc})
-    for _ in range(PASSES):
-        sim.access(addr, sizes=8)
-    stats = sim.stats()["LLC"]
-    sim.reset()
-    cpu = time.thread_time() - t0
+def _bodies(funcs, layout):
+    """name -> instructions of each function of an object file (its .text ``layout``) in a
+    binary it was linked into: where several functions share a name, the one at its offset from
+    a function whose name is the binary's alone (the linker keeps an object's .text whole)."""
+    anchor = next(n for n in sorted(layout) if len(funcs.get(n, ())) == 1)
+    base = funcs[anchor][0][0] - layout[anchor]
     return {
-        "cpu_s": cpu,
-        "rss_bytes": _peak_rss() - before,
-        "llc_hits": stats.hits,
-        "llc_misses": stats.misses,
+        n: next((b for a, b in funcs.get(n, ()) if a == base + off), None)
+        for n, off in layout.items()
     }
-
-
-def _thread_cpu(fn):
-    t0 = time.thread_time()
-    fn()
-    return time.thread_time() - t0
-
-
-def _pairs(a, b, n):
-    """Time a() and b() in turn, n times each: ([a seconds], [b seconds])."""
-    ta, tb = [], []
-    for _ in range(n):
-        ta.append(a())
-        tb.append(b())
-    return ta, tb
-
-
-def _ratio(num, den):
-    return statistics.median(x / y for x, y in zip(num, den))
-
-
-def _spread(num, den):
-    """The pair-by-pair ratios' interquartile range: how far one pair could mislead."""
-    q = statistics.quantiles([x / y for x, y in zip(num, den)], n=4)
-    return q[2] - q[0]
 
 
 class _Bench:
@@ -278,306 +206,6 @@ class _Bench:
             higher_is_better=False,
             cpu_s=cpu,
         )
-
-    # --- simulator ----------------------------------------------------------------------------
-
-    def accesses(self):
-        import numpy as np
-
-        from ..sim.config import default_config
-        from ..sim.simulator import Simulator
-
-        m = default_config()
-        cfg = {"l1": m.l1, "l2": None, "llc": None, "dtlb": m.dtlb, "stlb": None}
-        n = 1 << (20 if self.fast else 22)
-        out = {}
-        for key, stride, goal in (("seq8", 8, 3e8), ("new_line", m.l1.line, 1e8)):
-            self.log(f"simulator accesses: {key}")
-            addr = np.arange(n, dtype=np.uint64) * np.uint64(stride)
-            sim = Simulator(cfg)
-            times = [_thread_cpu(lambda s=sim, a=addr: s.access(a, sizes=8)) for _ in range(self.n)]
-            self.keep(f"sim L1D+DTLB {key} (CPU s per {n} accesses)", times)
-            out[f"sim.accesses_per_s.{key}"] = _figure(
-                n / statistics.median(times),
-                "accesses/s",
-                f"8-byte loads through Simulator.access, this machine's L1D ({m.l1.describe()}) "
-                f"and DTLB ({m.dtlb.describe()}), miss classification on; "
-                + ("sequential" if key == "seq8" else "one access per line"),
-                "pagelab bench --json (sim.accesses_per_s)",
-                goal=goal,
-            )
-        return out
-
-    def big_llc(self):
-        """BIG_HOST against the same with a 32 MiB LLC, each run in a fresh worker, in turn."""
-        from ..native import worker as _worker
-
-        runs = {BIG_HOST["llc"]: [], SMALL_LLC: []}
-
-        def one(llc):
-            self.log(f"simulator with a {llc} LLC, {WORKING_SET >> 20} MiB working set")
-            runs[llc].append(_worker.call(f"{__name__}:working_set", {"llc": llc}, what="bench"))
-            return runs[llc][-1]["cpu_s"]
-
-        a, b = _pairs(lambda: one(BIG_HOST["llc"]), lambda: one(SMALL_LLC), 3)
-        self.keep("sim 480 MiB LLC, 64 MiB working set (CPU s)", a)
-        self.keep("sim 32 MiB LLC, 64 MiB working set (CPU s)", b)
-        big, small = runs[BIG_HOST["llc"]], runs[SMALL_LLC]
-        rss_a, rss_b = [r["rss_bytes"] for r in big], [r["rss_bytes"] for r in small]
-        hierarchy = f"L1D {BIG_HOST['l1']}, L2 {BIG_HOST['l2']}, LLC 480M:16:64 (491,520 sets)"
-        work = (
-            f"a {WORKING_SET >> 20} MiB working set, one 8-byte load per line in a random "
-            f"order, {PASSES} passes, every level classified"
-        )
-        return {
-            "sim.llc_480m_vs_32m.time": _figure(
-                _ratio(a, b),
-                "x",
-                f"CPU time of a simulator for {hierarchy} over the same with a 32 MiB 16-way "
-                f"LLC: created, fed {work}, reset; each in a fresh worker, in turn",
-                "pagelab bench --json (sim.llc_480m_vs_32m)",
-                goal=1.5,
-                higher_is_better=False,
-                s_480m=statistics.median(a),
-                s_32m=statistics.median(b),
-            ),
-            "sim.llc_480m_vs_32m.rss": _figure(
-                _ratio(rss_a, rss_b),
-                "x",
-                "growth of the worker's peak RSS (VmHWM) in those runs, 480 MiB LLC over 32 MiB: "
-                "the large LLC holds every line of the working set (and its classification "
-                "tracks them all), the small one half of them",
-                "pagelab bench --json (sim.llc_480m_vs_32m)",
-                source="rusage",
-                mb_480m=statistics.median(rss_a) / 1e6,
-                mb_32m=statistics.median(rss_b) / 1e6,
-                llc_hits_480m=big[-1]["llc_hits"],
-                llc_hits_32m=small[-1]["llc_hits"],
-            ),
-        }
-
-    def matrix_trace(self):
-        """The lackey trace of MATRIX, or None without valgrind or a C compiler."""
-        if not (shutil.which("valgrind") and shutil.which("cc")):
-            return None
-        src, exe, trace = self.tmp / "matrix.c", self.tmp / "matrix", self.tmp / "matrix.trace"
-        src.write_text(MATRIX)
-        self.log("building the lackey trace of a 512x512 matrix program (valgrind)")
-        subprocess.run(["cc", "-O1", "-o", str(exe), str(src)], check=True)
-        subprocess.run(
-            ["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-file={trace}", str(exe)],
-            check=True,
-            capture_output=True,
-        )
-        return trace
-
-    def trace_figures(self, trace):
-        from ..sim.cachelab import cachelab
-
-        how = "valgrind and a C compiler are needed to make the lackey trace"
-        if trace is None:
-            return {
-                "sim.trace_lines_per_s": _unavailable("lines/s", "", how),
-                "sim.cachelab_command_s": _unavailable("s", "", how),
-            }
-        with open(trace, "rb") as f:
-            lines = sum(1 for _ in f)
-        self.log("cache-lab replay in process")
-        s, e, b = (int(v) for v in LAB[1::2])
-        times = [_thread_cpu(lambda: cachelab(trace, s, e, b)) for _ in range(self.n)]
-        self.keep("cachelab() of the matrix trace (CPU s)", times)
-        self.log("cache-lab replay, whole command")
-        cmd = [*self.pagelab, "sim", "trace", str(trace), *LAB]
-        whole = [_child_cpu(cmd) for _ in range(self.n)]
-        self.keep("pagelab sim trace -s 6 -E 8 -b 6 (CPU s)", whole)
-        return {
-            "sim.trace_lines_per_s": _figure(
-                lines / statistics.median(times),
-                "lines/s",
-                f"lackey trace lines read and simulated per second by cachelab() (-s 6 -E 8 "
-                f"-b 6), in process, on the {lines:,}-line trace of a 512x512 matrix program",
-                "pagelab bench --json (sim.trace_lines_per_s)",
-            ),
-            "sim.cachelab_command_s": _figure(
-                statistics.median(whole),
-                "s",
-                f"CPU time of the whole command `pagelab sim trace T {' '.join(LAB)}` on that "
-                "trace (start-up included): compare with csim-ref by hand, see "
-                "docs/performance.md",
-                f"pagelab sim trace T {' '.join(LAB)}",
-                lines=lines,
-            ),
-            "sim.vs_csimref.speedup": _unavailable(
-                "x",
-                "csim-ref's CPU time over pagelab's on the same trace and -s -E -b",
-                "csim-ref (CS:APP's reference binary) is not on PyPI or in Debian, and a "
-                "replayer written here would measure our guess at it, not csim-ref: compare "
-                "by hand with sim.cachelab_command_s (docs/performance.md says how)",
-            ),
-        }
-
-    def cachegrind(self):
-        if not (shutil.which("valgrind") and shutil.which("cc")):
-            reason = "valgrind and a C compiler are needed"
-            units = {"speedup": "x", "trace_speedup": "x", "miss_agreement": "fraction"}
-            out = {f"sim.vs_cachegrind.{k}": _unavailable(u, "", reason) for k, u in units.items()}
-            return {**out, "sim.cell_vs_cachegrind.speedup": _unavailable("x", "", reason)}
-        return {
-            **self.cachegrind_workload(),
-            **self.cachegrind_trace(),
-            **self.cell_vs_cachegrind(),
-        }
-
-    def _cachegrind(self, argv, out):
-        """The cachegrind command at the D1 geometry, writing its counts to out."""
-        d1 = ",".join(map(str, D1))
-        cg = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--D1={d1}", "--I1=32768,8,64"]
-        return [*cg, "--LL=1048576,16,64", f"--cachegrind-out-file={out}", *argv]
-
-    def cachegrind_workload(self):
-        """The cache workload's simulated run (its -DPL_SIM build, L1D + DTLB, first-level
-        classification, as the experiments run it) against cachegrind running the same C built
-        standalone -O2 (the fidelity harness): CPU time of each run, in turn."""
-        from ..experiments.cache import WRITEUP_LINES
-        from ..native import workloads as _workloads
-        from ..sim.config import make_config
-
-        meaning = (
-            f"CPU time of cachegrind (D1 {':'.join(map(str, D1))}) running the cache workload "
-            "built standalone -O2 over the CPU time of the workload's simulated run "
-            "(-DPL_SIM, L1D of that geometry + DTLB, in process), default parameters"
-        )
-        exe, why = self.harness()
-        if exe is None:
-            return {"sim.vs_cachegrind.speedup": _unavailable("x", meaning, why)}
-        # the write-up's working sets, whatever this machine's L1D (0 would leave them to it)
-        p = _workloads.validate("cache", {"lines": WRITEUP_LINES})
-        # the experiments' way: L1D + the machine's DTLB, the first level classified
-        spec = {"l1": D1, "l2": None, "llc": None, "stlb": None, "classify": "l1"}
-        sim = make_config(spec).to_dict()
-        out = self.tmp / "cachegrind-cache.out"
-        cg = self._cachegrind([str(exe), "cache", *map(str, p.values())], out)
-        runs = []
-        self.log("the cache workload: simulated against cachegrind")
-        a, b = _pairs(
-            lambda: _child_cpu(cg),
-            lambda: _thread_cpu(lambda: runs.append(_workloads.execute("cache", p, sim=sim))),
-            max(3, self.n // 2),
-        )
-        self.keep("cachegrind, cache workload standalone -O2 (CPU s)", a)
-        self.keep("cache workload simulated, -DPL_SIM (CPU s)", b)
-        counts = _cachegrind_counts(out)
-        regions = runs[-1]["regions"]
-
-        def total(kind):
-            return sum(r["metrics"][f"L1-dcache-{kind}"]["value"] for r in regions)
-
-        ours = total("loads") + total("stores")
-        theirs = counts["Dr"] + counts["Dw"]
-        return {
-            "sim.vs_cachegrind.speedup": _figure(
-                _ratio(a, b),
-                "x",
-                meaning,
-                "pagelab bench --json (sim.vs_cachegrind.speedup)",
-                goal=10,
-                sim_accesses=ours,
-                cachegrind_accesses=theirs,
-                sim_ns_per_access=statistics.median(b) / ours * 1e9,
-                cachegrind_ns_per_access=statistics.median(a) / theirs * 1e9,
-                sim_l1_misses=total("load-misses") + total("store-misses"),
-                cachegrind_d1_misses=counts["D1mr"] + counts["D1mw"],
-            ),
-        }
-
-    def cachegrind_trace(self):
-        """The matrix program under cachegrind against its lackey trace replayed by pagelab
-        through the same L1D: CPU time of each whole command, and the misses each counts."""
-        from ..sim.simulator import Simulator
-
-        src, exe = self.tmp / "matrix.c", self.tmp / "matrix-o2"
-        subprocess.run(["cc", "-O2", "-o", str(exe), str(src)], check=True)
-        trace = self.tmp / "matrix-o2.trace"
-        subprocess.run(
-            ["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-file={trace}", str(exe)],
-            check=True,
-            capture_output=True,
-        )
-        out = self.tmp / "cachegrind.out"
-        cg = self._cachegrind([str(exe)], out)
-        level = ":".join(map(str, D1))
-        ours = [*self.pagelab, "sim", "trace", str(trace), f"--l1={level}"]
-        ours += ["--l2=none", "--llc=none", "--tlb=none", "--stlb=none", "--no-classify"]
-        self.log("pagelab's trace replay against cachegrind")
-        a, b = _pairs(lambda: _child_cpu(cg), lambda: _child_cpu(ours), max(3, self.n // 2))
-        self.keep("cachegrind D1 (CPU s)", a)
-        self.keep("pagelab sim trace, same D1 (CPU s)", b)
-        counts = _cachegrind_counts(out)
-        expected = counts["D1mr"] + counts["D1mw"]
-        sim = Simulator({"l1": D1, "l2": None, "llc": None, "dtlb": None, "stlb": None})
-        sim.replay(trace)
-        got = sim.stats()["L1D"].misses
-        return {
-            "sim.vs_cachegrind.trace_speedup": _figure(
-                _ratio(a, b),
-                "x",
-                "CPU time of cachegrind running the matrix program (-O2) over pagelab's "
-                "replaying that program's lackey trace through the same L1D: both whole "
-                "commands, measured in turn (pagelab's side is mostly parsing the text trace)",
-                "pagelab bench --json (sim.vs_cachegrind.trace_speedup)",
-            ),
-            "sim.vs_cachegrind.miss_agreement": _figure(
-                got / expected,
-                "fraction",
-                f"pagelab's L1D misses replaying the matrix program's trace over cachegrind's "
-                f"D1mr + D1mw running it ({got:,} / {expected:,}): the same accesses, seen by "
-                "both",
-                "pagelab bench --json (sim.vs_cachegrind)",
-            ),
-        }
-
-    def cell_vs_cachegrind(self):
-        """bench/transpose.c simulated access by access (`pagelab sim c`, the compiler's
-        instrumentation) against cachegrind running it built -O2: CPU time of each whole
-        command, in turn, through the same D1 and LL and nothing else (no TLB, no classes)."""
-        program = ROOT / "bench" / "transpose.c"
-        key = "sim.cell_vs_cachegrind.speedup"
-        meaning = (
-            f"CPU time of cachegrind (D1 {':'.join(map(str, D1))}, LL 8M:16:64) running "
-            "bench/transpose.c built -O2 over the CPU time of `pagelab sim c` simulating its "
-            "every load and store through the same D1 and LL (no TLB, no classification; the "
-            "build cached): both whole commands, measured in turn"
-        )
-        if not program.exists():
-            return {key: _unavailable("x", meaning, "bench/transpose.c: a source checkout only")}
-        exe, out = self.tmp / "transpose-o2", self.tmp / "cachegrind-transpose.out"
-        subprocess.run(["cc", "-O2", "-g", "-o", str(exe), str(program)], check=True)
-        d1 = ",".join(map(str, D1))
-        cg = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--D1={d1}"]
-        cg += ["--I1=32768,8,64", "--LL=8388608,16,64", f"--cachegrind-out-file={out}", str(exe)]
-        ours = [*self.pagelab, "sim", "c", str(program), f"--l1={':'.join(map(str, D1))}"]
-        ours += ["--l2=none", "--llc=8M:16:64", "--tlb=none", "--stlb=none", "--no-classify"]
-        self.log("a C program simulated by instrumentation against cachegrind")
-        doc = json.loads(subprocess.run([*ours, "--json"], check=True, capture_output=True).stdout)
-        a, b = _pairs(lambda: _child_cpu(cg), lambda: _child_cpu(ours), max(3, self.n // 2))
-        self.keep("cachegrind, bench/transpose.c -O2 (CPU s)", a)
-        self.keep("pagelab sim c bench/transpose.c, same D1 and LL (CPU s)", b)
-        counts = _cachegrind_counts(out)
-        metrics = doc["measurements"][0]["metrics"]
-        accesses = metrics["L1-dcache-loads"]["value"] + metrics["L1-dcache-stores"]["value"]
-        return {
-            key: _figure(
-                _ratio(a, b),
-                "x",
-                meaning,
-                f"pagelab bench --json ({key})",
-                goal=5,
-                sim_accesses=accesses,
-                cachegrind_accesses=counts["Dr"] + counts["Dw"],
-                sim_s=statistics.median(b),
-                cachegrind_s=statistics.median(a),
-            )
-        }
 
     # --- counters -----------------------------------------------------------------------------
 
@@ -670,71 +298,120 @@ class _Bench:
 
     @functools.cache  # noqa: B019 (one _Bench per run: its cache goes with it)
     def harness(self):
-        """HARNESS built standalone -O2 with every csrc/ source of the extension (the same
-        files, compiled here, never a copy), or the reason it cannot be."""
+        """HARNESS built standalone with every csrc/ source of the extension (the same files
+        and flags, compiled here, never a copy: one object per file, which same_code reads), or
+        the reason it cannot be."""
         if not shutil.which("cc"):
             return None, "a C compiler (cc) is needed to build the standalone harness"
         if not (ROOT / "csrc").is_dir():
             return None, "needs a source checkout (csrc/) to build the standalone harness"
         from .. import _ffi_build
 
-        main, exe = self.tmp / "harness.c", self.tmp / "harness"
+        main, exe, objs = self.tmp / "harness.c", self.tmp / "harness", self.tmp / "objs"
         main.write_text(HARNESS)
+        objs.mkdir(exist_ok=True)
         self.log("building the standalone -O2 harness from csrc/")
-        sources = [str(ROOT / s) for s in _ffi_build._sources()]
-        cmd = ["cc", *_ffi_build.CFLAGS, "-D_GNU_SOURCE", f"-I{_ffi_build.INCLUDE}"]
-        subprocess.run([*cmd, *sources, str(main), "-lpthread", "-lm", "-o", str(exe)], check=True)
+        cmd = ["cc", *_ffi_build.CFLAGS, "-D_GNU_SOURCE", f"-I{_ffi_build.INCLUDE}", "-c"]
+        built = []
+        for src in [*(ROOT / s for s in _ffi_build._sources()), main]:
+            built.append(objs / (src.relative_to(src.parents[1]).as_posix().replace("/", "-")))
+            subprocess.run([*cmd, str(src), "-o", f"{built[-1]}.o"], check=True)
+        link = ["cc", *(f"{o}.o" for o in built), "-lpthread", "-lm", "-o", str(exe)]
+        subprocess.run(link, check=True)
         return exe, None
 
     def fidelity(self):
         """A workload through cffi in a worker against the same source compiled standalone -O2:
-        the sum of its timed regions' clock in each, A B A B, each run a fresh process."""
+        the CPU time of its timed regions in each, A B A B, each run a fresh process; and the
+        workload's machine code in each build."""
         from ..experiments import runner as _run
+        from ..experiments.cache import WRITEUP_LINES
         from ..native import worker as _worker
         from ..native import workloads as _workloads
 
         exe, why = self.harness()
         out = {}
-        # both are short (about 0.1 and 0.5 s of regions) and first-touch is fault-bound: three
+        # both are short (about 0.05 and 0.5 s of regions) and first-touch is fault-bound: three
         # times the usual pairs, so one preempted run cannot move the median
         for name, pairs in (("cache", 3 * self.n), ("first-touch", 3 * self.n)):
             key = f"fidelity.ratio.{name.replace('-', '_')}"
+            lines = f", {WRITEUP_LINES}-line working sets" if name == "cache" else ""
             meaning = (
-                f"the {name} workload's timed regions (default parameters, no counters) through "
-                "cffi in a fresh worker over the same C built standalone -O2 by the bench; "
-                "1 means the lab's path adds nothing to what it measures"
+                f"CPU time (user + system) of the {name} workload's timed regions (default "
+                f"parameters{lines}, no counters) through cffi in a fresh worker over the same C "
+                "built standalone by the bench; 1 means the lab's path adds nothing to what it "
+                "measures; wall: the same for their clock time"
             )
             if exe is None:
                 out[key] = _unavailable("x", meaning, why)
                 continue
-            p = _workloads.validate(name, {})
+            p = _workloads.validate(name, {"lines": WRITEUP_LINES} if name == "cache" else {})
             address_space = _run._module(name).memory(p)[1]
             args = {"name": name, "params": p, "events": None, "sim": None, "cwd": None}
             argv = [str(exe), name, *map(str, p.values())]
+            walls = {"worker": [], "standalone": []}
 
-            def worker(args=args, space=address_space, what=name):
+            def worker(args=args, space=address_space, what=name, walls=walls):
                 raw = _worker.call(_run.WORKLOAD, args, address_space=space, what=what)
-                return sum(r["metrics"]["elapsed"]["value"] for r in raw["regions"])
+                m = [r["metrics"] for r in raw["regions"]]
+                walls["worker"].append(sum(x["elapsed"]["value"] for x in m))
+                return sum(x["utime"]["value"] + x["stime"]["value"] for x in m)
 
-            def standalone(argv=argv):
+            def standalone(argv=argv, walls=walls):
                 lines = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-                return sum(float(line.split("\t")[1]) for line in lines.splitlines())
+                rows = [line.split("\t") for line in lines.splitlines()]
+                walls["standalone"].append(sum(float(r[1]) for r in rows))
+                return sum(float(r[2]) for r in rows)
 
             self.log(f"fidelity: {name} in a worker against standalone -O2 ({pairs} pairs)")
             a, b = _pairs(worker, standalone, pairs)
-            self.keep(f"{name} regions via cffi in a worker (wall s)", a)
-            self.keep(f"{name} regions standalone -O2 (wall s)", b)
+            self.keep(f"{name} regions via cffi in a worker (CPU s)", a)
+            self.keep(f"{name} regions standalone -O2 (CPU s)", b)
             out[key] = _figure(
                 _ratio(a, b),
                 "x",
                 meaning,
                 f"pagelab bench --json ({key})",
+                goal=1.03,
+                higher_is_better=False,
+                source="rusage",
+                reference=f"standalone {statistics.median(b):.3g} s",
                 worker_s=statistics.median(a),
                 standalone_s=statistics.median(b),
+                wall=_ratio(walls["worker"], walls["standalone"]),
                 pairs=pairs,
                 spread=_spread(a, b),
             )
+            out[f"fidelity.same_code.{name.replace('-', '_')}"] = self.same_code(name)
         return out
+
+    def same_code(self, name):
+        """How many of a workload's functions (those its csrc/workloads file defines) compile to
+        other machine code in the extension than in the standalone harness: flags that differ
+        between the two builds show here first (Python's own -fwrapv did)."""
+        meaning = (
+            f"functions of the {name} workload's C file whose instructions differ between the "
+            "extension (pagelab._native) and the bench's standalone build (objdump, addresses "
+            "left out); 0 means fidelity.ratio compares the same machine code"
+        )
+        exe, why = self.harness()
+        if exe is None or not shutil.which("objdump"):
+            return _unavailable("functions", meaning, why or "objdump (binutils) is needed")
+        layout = _layout(self.tmp / "objs" / f"workloads-{name.replace('-', '_')}.c.o")
+        ours = _bodies(_functions(importlib.util.find_spec("pagelab._native").origin), layout)
+        theirs = _bodies(_functions(exe), layout)
+        differ = sorted(f for f in layout if ours[f] is None or ours[f] != theirs[f])
+        return _figure(
+            len(differ),
+            "functions",
+            meaning,
+            f"objdump -d of pagelab/_native*.so and the harness ({name})",
+            goal=0,
+            higher_is_better=False,
+            source="objdump",
+            compared=len(layout),
+            **({"differ": ", ".join(differ)} if differ else {}),
+        )
 
     # --- what other parts of the project provide -----------------------------------------------
 
@@ -837,18 +514,14 @@ def _machine(load_before):
 def run(fast=False, log=None):
     """Measure every figure; one JSON-ready document. ``fast`` skips `run all` and the chapters
     and takes fewer repetitions."""
+    from . import bench_sim
+
     log = log or (lambda msg: None)
     b = _Bench(fast, log)
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     figures = {"import_s": b.imports(), "worker_start_s": b.worker_start()}
-    figures.update(b.accesses())
-    figures.update(b.big_llc())
-    trace = b.matrix_trace()
-    figures.update(b.trace_figures(trace))
-    if trace is not None:
-        trace.unlink()
-    figures.update(b.cachegrind())
+    figures.update(bench_sim.figures(b))
     figures.update(b.counters())
     figures.update(b.read_cost())
     figures.update(b.fidelity())

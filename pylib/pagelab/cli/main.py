@@ -1,8 +1,6 @@
 """The `pagelab` command line. Bad input exits 2 with one line on stderr; nothing is half-run."""
 
 import argparse
-import importlib.util
-import json
 import os
 import re
 import sys
@@ -18,6 +16,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _print_json(doc):
+    import json  # here: a command without --json does not load it
+
     json.dump(doc, sys.stdout, indent=2)
     sys.stdout.write("\n")
 
@@ -104,6 +104,8 @@ _MODEL_OPTIONS = ("config", "l1", "l2", "llc", "tlb", "stlb", "page", "policy", 
 
 def _sim_spec(args):
     """The simulator config dict from --config FILE, then the options that override it."""
+    import json
+
     spec = {}
     if args.config:
         try:
@@ -128,9 +130,6 @@ def _sim_spec(args):
 
 
 def _sim_trace(args):
-    from ..sim.cachelab import cachelab
-    from ..sim.simulator import Simulator
-
     lab = (args.s, args.E, args.b)
     if any(v is not None for v in lab):
         if None in lab:
@@ -139,11 +138,15 @@ def _sim_trace(args):
         if given or args.no_classify:
             option = f"--{given[0]}" if given else "--no-classify"
             raise BadInput(f"{option} does not apply in cache-lab mode (-s -E -b)")
+        from ..sim.cachelab import cachelab  # alone: the whole command is compared with csim-ref
+
         result = cachelab(args.file, args.s, args.E, args.b, verbose=args.verbose)
         _print_json(result.to_dict()) if args.json else print(result)
         return 0
     if args.verbose:
         raise BadInput("-v is for cache-lab mode (with -s, -E and -b)")
+    from ..sim.simulator import Simulator
+
     sim = Simulator(_sim_spec(args))
     sim.replay(args.file)
     stats = sim.stats()
@@ -218,6 +221,8 @@ def _bench(args):
 
     def log(msg):
         print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+    import importlib.util
 
     if args.output and importlib.util.find_spec("pyperf") is None:
         raise BadInput("-o needs pyperf: pip install 'pagelab[bench]'")

@@ -1,29 +1,48 @@
 """Cache-lab mode: CS:APP's reference simulator (csim-ref) reproduced, count for count and, with
--v, line for line."""
+-v, line for line.
 
-from dataclasses import dataclass
+A whole command (`pagelab sim trace T -s S -E E -b B`) is compared with csim-ref's, start-up
+included, so this module imports only the C core and the trace reader: no dataclasses, no
+configuration layer, no numpy.
+"""
+
+import errno
 
 from .._native import ffi, lib
 from .._version import __version__
 from ..core.errors import BadInput
 from ..core.numbers import parse_int
-from .config import CacheGeometry, SimConfig
-from .simulator import SOURCE, Simulator
-from .trace import CHUNK, open_trace, records, replay
+from . import trace as _trace
 
+SOURCE = "sim"
 _OPS = {lib.PL_OP_LOAD: "L", lib.PL_OP_STORE: "S", lib.PL_OP_MODIFY: "M"}
+_FIELDS = ("hits", "misses", "evictions", "verbose", "params", "source")
 
 
-@dataclass(frozen=True)
 class CachelabResult:
-    """The answer of CS:APP's reference cache simulator (csim-ref) for one trace."""
+    """The answer of CS:APP's reference cache simulator (csim-ref) for one trace: hits, misses,
+    evictions, with -v one line per data record (e.g. "M 20,1 miss hit"), and the trace and
+    -s -E -b it ran with (params)."""
 
-    hits: int
-    misses: int
-    evictions: int
-    verbose: tuple = ()  # one line per data record with -v, e.g. "M 20,1 miss hit"
-    params: dict | None = None  # trace, s, E, b
-    source: str = SOURCE
+    __slots__ = _FIELDS
+
+    def __init__(self, hits, misses, evictions, verbose=(), params=None, source=SOURCE):
+        for name, value in zip(_FIELDS, (hits, misses, evictions, verbose, params, source)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"CachelabResult is read-only: cannot set {name}")
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _FIELDS)
+
+    __hash__ = None  # params is a dict
+
+    def __repr__(self):
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS)
+        return f"CachelabResult({fields})"
 
     @property
     def summary(self):
@@ -59,21 +78,34 @@ def cachelab(path, s, E, b, verbose=False):
             f"-s {s} -E {E} -b {b} is too large: at most 2**{max_b}-byte blocks and "
             f"{lib.PL_SIM_MAX_LINES} lines ((2**s) * E)"
         )
-    cfg = SimConfig(
-        l1=CacheGeometry((E << s) << b, E, 1 << b, "cache-lab -s -E -b"),
-        policy="lru",
-        classify=False,
-    )
-    sim = Simulator(cfg)
+    cfg = ffi.new("struct pl_sim_config *")
+    cfg.nlevels = 1
+    cfg.level[0].size, cfg.level[0].ways, cfg.level[0].line = (E << s) << b, E, 1 << b
+    cfg.level[0].name = b"L1D"
+    cfg.policy = lib.PL_POLICY_LRU
+    why = ffi.new("char[]", 256)
+    if lib.pl_sim_config_check(cfg, why, len(why)):
+        raise BadInput(ffi.string(why).decode())
+    out = ffi.new("struct pl_sim **")
+    rc = lib.pl_sim_create(cfg, out)
+    if rc == -errno.ENOMEM:
+        raise MemoryError("not enough memory for the simulated cache")
+    if rc < 0:
+        raise BadInput(f"-s {s} -E {E} -b {b}: the simulator rejected it ({errno.errorcode[-rc]})")
+    sim = ffi.gc(out[0], lib.pl_sim_destroy)
     # one pass; a malformed line raises before anything is printed
-    lines = _verbose(sim._sim, path) if verbose else []
+    lines = _verbose(sim, path) if verbose else []
     if not verbose:
-        replay(sim._sim, path, ignore_size=True)
-    level = sim.stats().levels[0]
+        _trace.replay(sim, path, ignore_size=True)
+    stats = ffi.new("struct pl_sim_stats *")
+    if lib.pl_sim_stats(sim, stats) < 0:
+        raise MemoryError("the simulated cache ran out of memory; the counts are incomplete")
+    c = stats.level[0]
+    misses = c.read_misses + c.write_misses
     return CachelabResult(
-        level.hits,
-        level.misses,
-        level.evictions,
+        c.reads + c.writes - misses,
+        misses,
+        c.evictions,
         tuple(lines),
         {"trace": str(path), "s": s, "E": E, "b": b},
     )
@@ -81,15 +113,15 @@ def cachelab(path, s, E, b, verbose=False):
 
 def _verbose(sim, path):
     """Cache-lab -v: one csim-ref line per data record, read and simulated in one pass."""
-    t = open_trace(path)
-    addr, size, op = (
-        ffi.new("uint64_t[]", CHUNK),
-        ffi.new("uint32_t[]", CHUNK),
-        ffi.new("uint8_t[]", CHUNK),
-    )
-    outcome = ffi.new("uint8_t[]", CHUNK)
+    t = _trace.open_trace(path)
+    addr, size, op = _trace.buffers()
+    outcome = ffi.new("uint8_t[]", _trace.CHUNK)
     lines = []
-    for n in records(path, t, lambda: lib.pl_trace_read(t, addr, size, op, CHUNK)):
+
+    def read():
+        return lib.pl_trace_read(t, addr, size, op, _trace.CHUNK)
+
+    for n in _trace.records(path, t, read):
         lib.pl_sim_access_outcomes(sim, addr, op, ffi.NULL, n, 0, 1, outcome)
         lines += [_verbose_line(op[i], addr[i], size[i], outcome[i]) for i in range(n)]
     return lines

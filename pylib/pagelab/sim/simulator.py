@@ -16,8 +16,8 @@ from .._native import ffi, lib
 from ..core.errors import BadInput
 from ..core.reading import Reading
 from . import report as _simreport
+from . import trace as _trace
 from .config import SimConfig, make_config, to_native
-from .trace import TraceInfo, replay
 
 SOURCE = "sim"
 # Accesses per array call: big enough that the Python loop costs nothing, small enough that
@@ -91,6 +91,23 @@ class TLBStats(_Rates):
     source: str = SOURCE
 
     COUNTS = ("accesses", "hits", "misses", "read_misses", "write_misses", "evictions")
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    """What a lackey trace held: data records go to the model, instruction records do not."""
+
+    path: str
+    lines: int
+    loads: int
+    stores: int
+    modifies: int
+    instructions: int
+    skipped: int
+
+    @property
+    def data_records(self):
+        return self.loads + self.stores + self.modifies
 
 
 @dataclass(frozen=True)
@@ -189,7 +206,7 @@ class Simulator:
         with self._lock:
             empty = self._empty()
             try:
-                info = replay(self._sim, path, ignore_size=False)
+                info = _info(path, _trace.replay(self._sim, path, ignore_size=False))
             except BadInput:
                 if empty:
                     lib.pl_sim_reset(self._sim)
@@ -242,6 +259,25 @@ class Simulator:
         with self._lock:
             lib.pl_sim_reset(self._sim)
             self._trace = None
+
+
+# --- traces -----------------------------------------------------------------------------------
+
+
+def _info(path, t):
+    return TraceInfo(
+        str(path), t.line, t.loads, t.stores, t.modifies, instructions=t.instr, skipped=t.skipped
+    )
+
+
+def scan_trace(path):
+    """Check a whole lackey trace and count its records; BadInput if it is unreadable or has a
+    malformed line (the message names the line)."""
+    t = _trace.open_trace(path)
+    addr, size, op = _trace.buffers()
+    for _ in _trace.records(path, t, lambda: lib.pl_trace_read(t, addr, size, op, _trace.CHUNK)):
+        pass
+    return _info(path, t)
 
 
 # --- arrays -----------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """valgrind lackey traces: read once, front to back, parsed and simulated in C a slice of records
-per call (so a pipe or FIFO works as a file does, and Ctrl-C is seen between slices)."""
+per call (so a pipe or FIFO works as a file does, and Ctrl-C is seen between slices).
+
+Lean on purpose: cache-lab mode (sim/cachelab.py) imports this and the C core, nothing else."""
 
 import errno
 import os
-from dataclasses import dataclass
 
 from .._native import ffi, lib
 from ..core.errors import BadInput
@@ -13,24 +14,8 @@ from ..core.errors import BadInput
 CHUNK = 1 << 16
 
 
-@dataclass(frozen=True)
-class TraceInfo:
-    """What a lackey trace held: data records go to the model, instruction records do not."""
-
-    path: str
-    lines: int
-    loads: int
-    stores: int
-    modifies: int
-    instructions: int
-    skipped: int
-
-    @property
-    def data_records(self):
-        return self.loads + self.stores + self.modifies
-
-
 def open_trace(path):
+    """The opened trace (freed with its object), or BadInput saying why it cannot be read."""
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise BadInput(f"a trace is a file path, not {type(path).__name__}")
     out = ffi.new("struct pl_trace **")
@@ -55,29 +40,15 @@ def records(path, t, call):
             raise BadInput(f"cannot read trace {path}: {os.strerror(-n)}")
 
 
-def _info(path, t):
-    return TraceInfo(
-        str(path), t.line, t.loads, t.stores, t.modifies, instructions=t.instr, skipped=t.skipped
-    )
-
-
 def replay(sim, path, ignore_size):
-    """Parse and simulate a whole trace in one pass; its TraceInfo."""
+    """Parse and simulate a whole trace in one pass (sizes ignored: 1 byte each, if asked);
+    the opened trace, whose counters say what it held."""
     t = open_trace(path)
     for _ in records(path, t, lambda: lib.pl_trace_replay(t, sim, CHUNK, ignore_size)):
         pass
-    return _info(path, t)
+    return t
 
 
-def scan_trace(path):
-    """Check a whole lackey trace and count its records; BadInput if it is unreadable or has a
-    malformed line (the message names the line)."""
-    t = open_trace(path)
-    addr, size, op = (
-        ffi.new("uint64_t[]", CHUNK),
-        ffi.new("uint32_t[]", CHUNK),
-        ffi.new("uint8_t[]", CHUNK),
-    )
-    for _ in records(path, t, lambda: lib.pl_trace_read(t, addr, size, op, CHUNK)):
-        pass
-    return _info(path, t)
+def buffers():
+    """Arrays for CHUNK records (addresses, sizes, ops), for pl_trace_read."""
+    return ffi.new("uint64_t[]", CHUNK), ffi.new("uint32_t[]", CHUNK), ffi.new("uint8_t[]", CHUNK)
