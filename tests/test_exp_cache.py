@@ -52,7 +52,7 @@ def test_simulated_counts_stand_in_labelled(result):
 
 
 def test_claims_hold_from_hw_or_sim(result):
-    """By default both claims are judged, from hw where the PMU counts, else from sim."""
+    """By default every claim is judged, from hw where the PMU counts, else from sim."""
     for c in result.claims:
         assert c.holds is True, c
         assert ("(hw)" if pmu_counts(result) else "(sim)") in c.evidence
@@ -126,6 +126,42 @@ def test_claim_functions_evaluate_from_either_source(source):
     for c in (cache._l1_low(by, p, sim), cache._tlb_ratio(by, sim)):
         assert c.holds is True, c
         assert f"({source})" in c.evidence
+
+
+@pytest.mark.parametrize("source", ["hw", "sim"])
+def test_the_access_that_enters_a_page_takes_its_tlb_miss(source):
+    """The store claim holds on counts shaped like the walk (sequential: stores, random: mostly
+    loads), from either source, and fails on counts where every page is entered by a store."""
+
+    def judged(seq, rnd):
+        by, sim = {}, hw_or_sim.Simulated()
+        for label, (loads, stores) in (("sequential", seq), ("random", rnd)):
+            m = by[label] = Measured(label)
+            for name, v in (("dTLB-load-misses", loads), ("dTLB-store-misses", stores)):
+                if source == "hw":
+                    m.add(Reading(name, v, "hw"))
+                else:
+                    m.add(Reading(name, None, "hw", reason="no PMU: ENOENT"))
+                    sim.by_label.setdefault(label, {})[name] = Reading(name, v, "sim")
+        hw_or_sim.attach(by.values(), sim, ("dTLB-load-misses", "dTLB-store-misses"))
+        return cache._tlb_entry(by, sim)
+
+    c = judged((0, 8 * 256), (7 * 256, 2 * 256))
+    assert c.holds is True and f"({source})" in c.evidence, c
+    assert judged((0, 8 * 256), (0, 9 * 256)).holds is False  # write_every=1: all stores
+
+
+def test_sequential_bases_enter_every_page_with_a_store():
+    """Simulated: a 512-line working set spans 8 pages of 4 KiB, and sequential bases take one
+    dTLB store miss on each and no load miss; random ones take more load than store misses."""
+    r = pagelab.run("cache", sim=True, lines=512, **SMALL, progress=None)
+    seq, rnd = r["sequential"], r["random"]
+    assert seq["dtlb_store_misses_per_set"].best_source in ("hw", "sim")
+    if seq["dtlb_store_misses_per_set"].best_source == "sim":
+        assert seq["dtlb_store_misses_per_set"].best == 512 * 64 // 4096
+        assert seq["dtlb_misses_per_set"].best == 0
+    assert rnd["dtlb_misses_per_set"].best > rnd["dtlb_store_misses_per_set"].best
+    assert r.claim("cache-tlb-miss-on-entry").holds is True
 
 
 def test_hw_is_preferred_and_sources_never_mix():
@@ -207,15 +243,18 @@ def test_the_simulated_build_is_a_second_compile_of_the_same_source(tmp_path):
     assert not any(s.startswith("pl_wl_") for s in symbols)  # the table entries exist once
 
 
-@pytest.mark.parametrize("l1d, lines", [("24K:6", 384), ("48K:12", 512), (None, 512)])
-def test_working_sets_are_one_l1d_worth(tmp_path, monkeypatch, l1d, lines):
+@pytest.mark.parametrize(
+    "l1d, lines, flush_kb", [("24K:6", 384, 25), ("48K:12", 512, 49), (None, 512, 33)]
+)
+def test_working_sets_are_one_l1d_worth(tmp_path, monkeypatch, l1d, lines, flush_kb):
     """By default a working set is the L1D in 64-byte lines, at most the write-up's 512 (32 KiB;
     assumed where no L1D is reported), so the L1 claim holds on a 24 KiB L1d too, as the
-    simulator models it."""
+    simulator models it; the flush before counting is that L1D and 1 KiB more, as the
+    write-up's 32 KB + 1 KB."""
     tree = write_tree(tmp_path / "sys", [f"1:d:{l1d}:64", "2:u:1024K:8:64"] if l1d else ["empty"])
     monkeypatch.setenv(_caches.ENV, str(tree))
     r = pagelab.run("cache", sim=True, sets=64, progress=None)
-    assert r.params["lines"] == lines
+    assert r.params["lines"] == lines and r.params["flush_kb"] == flush_kb
     claim = r.claim("cache-l1-miss-rate-low")
     assert claim.holds is True, claim
     assert f"working set {lines * 64 // 1024} KiB" in claim.evidence

@@ -3,6 +3,7 @@ this run's profile (as part of the suite), under the seccomp launcher and as uid
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import sys
@@ -112,18 +113,88 @@ def assert_every_cell_passed(report, output):
     print("nbval seconds per chapter:", {c: round(t, 1) for c, t in sorted(seconds.items())})
 
 
-@pytest.mark.slow
-def test_chapters_pass_under_the_seccomp_launcher(tools_dir, tmp_path):
-    """Blocked profile: with perf_event_open denied by seccomp (in the kernels and the workers
-    they start), every chapter runs and every checked cell prints what it stores."""
-    report = tmp_path / "nbval.xml"
+@pytest.fixture(scope="module")
+def blocked_run(tools_dir, tmp_path_factory):
+    """nbval over every chapter under the seccomp launcher (the blocked profile), with the
+    checked-cell probe (tests/checked_probe.py) loaded into each kernel by an IPython startup
+    file: (the finished process, its junit report, the probe's records by kernel)."""
+    tmp = tmp_path_factory.mktemp("blocked")
+    startup = tmp / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    probes = tmp / "probes"
+    probes.mkdir()
+    (startup / "00-checked-probe.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\nimport checked_probe\n"
+        f"checked_probe.install(get_ipython(), {str(probes)!r})\n"
+    )
+    report = tmp / "nbval.xml"
     p = run(
         [str(tools_dir / "pl-noperf"), sys.executable, *NBVAL, f"--junitxml={report}", "notebooks"],
         cwd=ROOT,
+        env={**os.environ, "IPYTHONDIR": str(tmp / "ipython")},
         timeout=TIMEOUT,
     )
+    records = [
+        [json.loads(line) for line in f.read_text().splitlines()] for f in probes.glob("*.jsonl")
+    ]
+    return p, report, records
+
+
+@pytest.mark.slow
+def test_chapters_pass_under_the_seccomp_launcher(blocked_run):
+    """Blocked profile: with perf_event_open denied by seccomp (in the kernels and the workers
+    they start), every chapter runs and every checked cell prints what it stores."""
+    p, report, _ = blocked_run
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
     assert_every_cell_passed(report, p.stdout[-4000:])
+
+
+def stored_text(cell):
+    """What a code cell printed (and displayed as its value) when it was last run, as text."""
+    parts = []
+    for o in cell["outputs"]:
+        if o["output_type"] == "stream" and o["name"] == "stdout":
+            parts.append("".join(o["text"]))
+        elif o["output_type"] == "execute_result":
+            parts.append("".join(o["data"].get("text/plain", "")) + "\n")
+    return "".join(parts)
+
+
+def measured_checks(nb, records):
+    """(checked cells that depend on a measurement or a simulation, all checked cells) of a
+    chapter, as nbval names them, judged by the probe's records of the kernel that ran it."""
+    cells = [(f"Cell {i}", c) for i, c in enumerate(code_cells(nb))]
+    checked = [(name, c) for name, c in cells if "".join(c["source"]).startswith(CHECK)]
+    sources = ["".join(c["source"]) for _, c in checked]
+    mine = next((r for r in records if [x["source"] for x in r] == sources), None)
+    assert mine is not None, f"{nb.name}: no kernel probed exactly its checked cells"
+    measured = []
+    for (name, cell), record in zip(checked, mine):
+        control = record["control"]
+        # the rerun must reproduce the cell, else a changed output would prove nothing
+        if control.strip() == stored_text(cell).strip() and any(
+            out != control for out in record["perturbed"].values()
+        ):
+            measured.append(name)
+    return measured, [name for name, _ in checked]
+
+
+@pytest.mark.slow
+def test_every_chapter_checks_at_least_two_measured_results(blocked_run):
+    """Each chapter has at least two checked cells whose output changes when the measurements
+    and simulations they read are perturbed (tests/checked_probe.py): a list of names, a claim's
+    text or a constant table prints the same whatever was measured, and does not count."""
+    _, _, records = blocked_run
+    skipped = excluded()
+    short = {}
+    for nb in NOTEBOOKS:
+        if nb.name in skipped:
+            continue
+        measured, checked = measured_checks(nb, records)
+        if len(measured) < 2:
+            static = [c for c in checked if c not in measured]
+            short[nb.name] = f"{len(measured)} measured; static: {', '.join(static)}"
+    assert not short, short
 
 
 @pytest.mark.slow

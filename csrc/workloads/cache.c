@@ -27,6 +27,7 @@ enum {
     CACHE_P_PASSES,
     CACHE_P_WRITE_EVERY,
     CACHE_P_SEED,
+    CACHE_P_FLUSH_KB,
     CACHE_NPARAMS
 };
 
@@ -36,6 +37,8 @@ struct cache_plan {
         *buf;      /* volatile: every access of the original happens, none is merged */
     size_t nlines; /* lines in the buffer */
     int64_t sets, lines, passes, write_every;
+    volatile unsigned char *flush; /* written before each region to empty the L1D */
+    size_t flush_len;
 };
 
 /* The hot loop: every access of the original goes through PL_STORE, or PL_LOAD_RUN and a plain
@@ -68,10 +71,20 @@ static unsigned cache_walk(struct pl_sim *sim, const struct cache_plan *w, int r
     return sum;
 }
 
+/* The write-up's flush before counting: write a buffer a little larger than the L1D, so every
+ * variant starts from the same cache, whatever ran before. Through PL_STORE, outside the region:
+ * the simulated L1D is emptied the same way, and neither count includes the flush. */
+static void cache_flush(struct pl_sim *sim, const struct cache_plan *w)
+{
+    for (size_t off = 0; off < w->flush_len; off += CACHE_LINE)
+        PL_STORE(sim, &w->flush[off], (unsigned char)off);
+}
+
 static void cache_measure(struct pl_ctx *c, const char *label, const struct cache_plan *w,
                           int random, uint64_t seed)
 {
     volatile unsigned sink; /* keeps the loads' results alive */
+    cache_flush(c->sim, w);
     struct pl_region r = {.group = c->group, .sim = c->sim};
     PL_REGION_BEGIN(&r);
     sink = cache_walk(c->sim, w, random, seed);
@@ -89,28 +102,32 @@ int PL_NAME(pl_cache_run)(struct pl_ctx *c)
         .lines = c->param[CACHE_P_LINES],
         .passes = c->param[CACHE_P_PASSES],
         .write_every = c->param[CACHE_P_WRITE_EVERY],
+        .flush_len = (size_t)c->param[CACHE_P_FLUSH_KB] << 10,
     };
     if ((size_t)w.lines > w.nlines)
         return pl_out_fail(c->out, -EINVAL, "a working set of %lld lines does not fit %zu MiB",
                            (long long)w.lines, len >> 20);
     /* mmap is page-aligned, so line 0 of every page is a written line (i % 8 == 0) when bases
-     * advance by whole working sets: sequential bases enter each new page with a store */
-    void *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+     * advance by whole working sets: sequential bases enter each new page with a store. The
+     * flush buffer follows the working sets' buffer in the same mapping. */
+    unsigned char *buf =
+        mmap(NULL, len + w.flush_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (buf == MAP_FAILED)
         return pl_out_fail(c->out, -errno, "mmap of %zu MiB failed", len >> 20);
     /* 4 KiB pages, whatever the THP mode: the TLB claim is about base pages (EINVAL: no THP) */
-    if (madvise(buf, len, MADV_NOHUGEPAGE) != 0 && errno != EINVAL) {
+    if (madvise(buf, len + w.flush_len, MADV_NOHUGEPAGE) != 0 && errno != EINVAL) {
         int err = -errno;
-        munmap(buf, len);
+        munmap(buf, len + w.flush_len);
         return pl_out_fail(c->out, err, "madvise(MADV_NOHUGEPAGE) failed");
     }
     w.buf = buf;
-    for (size_t off = 0, page = pl_page_size(); off < len; off += page)
+    w.flush = buf + len;
+    for (size_t off = 0, page = pl_page_size(); off < len + w.flush_len; off += page)
         w.buf[off] = 0; /* prefault outside the regions, unseen by the simulator */
     uint64_t seed = (uint64_t)c->param[CACHE_P_SEED];
     cache_measure(c, "sequential", &w, 0, seed);
     cache_measure(c, "random", &w, 1, seed);
-    munmap(buf, len);
+    munmap(buf, len + w.flush_len);
     return 0;
 }
 
@@ -130,6 +147,9 @@ static const struct pl_param cache_params[CACHE_NPARAMS] = {
      "one line in this many is written, the rest "
      "read"},
     {"seed", 1, 1, INT64_MAX, "", NULL, "seed of the xorshift generator for random bases"},
+    {"flush_kb", 0, 0, 1 << 20, "KiB", NULL,
+     "written before each variant to empty the L1D, as the lab write-up does (32 KiB + 1 KiB); "
+     "0: the machine's L1D + 1 KiB"},
 };
 
 const struct pl_workload pl_wl_cache = {

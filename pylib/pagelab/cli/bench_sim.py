@@ -470,21 +470,22 @@ def cachegrind_workload(b):
     """The cache workload's simulated run (its -DPL_SIM build, L1D + DTLB, first-level
     classification, as the experiments run it) against cachegrind running the same C built
     standalone -O2 (the fidelity harness): CPU time of each run, in turn."""
-    from ..experiments.cache import WRITEUP_LINES
+    from ..experiments import cache
     from ..native import workloads as _workloads
     from ..sim.config import make_config
 
     meaning = (
         f"CPU time of cachegrind (D1 {':'.join(map(str, D1))}) running the cache workload "
         "built standalone -O2 over the CPU time of the workload's simulated run "
-        f"(-DPL_SIM, L1D of that geometry + DTLB, in process), {WRITEUP_LINES}-line working "
+        f"(-DPL_SIM, L1D of that geometry + DTLB, in process), {cache.WRITEUP_LINES}-line working "
         "sets, the other parameters their defaults"
     )
     exe, why = b.harness()
     if exe is None:
         return {"sim.vs_cachegrind.speedup": _unavailable("x", meaning, why)}
-    # the write-up's working sets, whatever this machine's L1D (0 would leave them to it)
-    p = _workloads.validate("cache", {"lines": WRITEUP_LINES})
+    # the write-up's working sets, whatever this machine's L1D (0 would leave them to it);
+    # the flush before each variant resolved as a run resolves it
+    p = cache.resolve(_workloads.validate("cache", {"lines": cache.WRITEUP_LINES}), None)
     # the experiments' way: L1D + the machine's DTLB, the first level classified
     spec = {"l1": D1, "l2": None, "llc": None, "stlb": None, "classify": "l1"}
     sim = make_config(spec).to_dict()

@@ -1,4 +1,7 @@
-"""cache: the lab write-up's do_mem_access. Working sets that fit L1, sequential vs random bases."""
+"""cache: the lab write-up's do_mem_access. Working sets that fit L1, sequential vs random bases.
+
+Loads and stores are counted in two runs of the same walk, as the write-up counted one event per
+run: a PMU has few counters, and one group must fit all of its events at once."""
 
 from ..core.errors import BadInput
 from ..core.numbers import format_size
@@ -12,12 +15,16 @@ from .hw_or_sim import attach, ratio, same_source, simulated, why_not
 TIMEOUT = 120
 WRITEUP_LINES = 512  # the write-up's working set: 32 KiB, the L1D of its machine
 COUNTS = ("L1-dcache-loads", "L1-dcache-load-misses", "dTLB-load-misses")
+STORE_COUNTS = ("L1-dcache-stores", "L1-dcache-store-misses", "dTLB-store-misses")
 EVENTS = ",".join(COUNTS + ("page-faults", "task-clock"))
+FLUSH_EXTRA = 1024  # the write-up flushes with 32 KB + 1 KB: an L1D and a little more
 VARIANTS = ("sequential", "random")
 SUMMARY = (
     "ns_per_access",
     "l1_load_miss_rate",
     "dtlb_misses_per_set",
+    "l1_store_miss_rate",
+    "dtlb_store_misses_per_set",
     "page-faults",
     "minflt",
     "utime",
@@ -41,10 +48,13 @@ def _l1d():
 
 
 def resolve(p, budget):
-    """lines as given, or (0) auto: the L1D in 64-byte lines, at most the write-up's 512."""
+    """lines as given, or (0) auto: the L1D in 64-byte lines, at most the write-up's 512;
+    flush_kb as given, or (0) auto: the L1D and 1 KiB more, as the write-up flushes."""
+    size = _l1d()[0]
+    p = {**p, "flush_kb": p["flush_kb"] or (size + FLUSH_EXTRA + 1023) // 1024}
     if p["lines"]:
-        return dict(p)
-    return {**p, "lines": min(WRITEUP_LINES, _l1d()[0] // CACHE_LINE)}
+        return p
+    return {**p, "lines": min(WRITEUP_LINES, size // CACHE_LINE)}
 
 
 def memory(p):
@@ -53,7 +63,7 @@ def memory(p):
             f"cache: a working set of {p['lines']} lines ({p['lines'] * CACHE_LINE:,} bytes) "
             f"does not fit the {p['size_mb']} MiB buffer"
         )
-    size = p["size_mb"] * MIB
+    size = p["size_mb"] * MIB + p["flush_kb"] * 1024
     return size, size
 
 
@@ -65,19 +75,28 @@ def simulation(p):
 def run(ctx):
     p = ctx.params
     measured, _ = ctx.workload(EVENTS)
+    stores = {m.label: m for m in ctx.workload(",".join(STORE_COUNTS))[0]}
+    for m in measured:
+        for name in STORE_COUNTS:
+            m.add(stores[m.label][name])
     sim = simulated(ctx)
-    attach(measured, sim, COUNTS)
+    attach(measured, sim, COUNTS + STORE_COUNTS)
     accesses = p["sets"] * p["passes"] * p["lines"]
     for m in measured:
         m.add(per(m["elapsed"], accesses / 1e9, "ns_per_access", "ns"))
         m.add(ratio("l1_load_miss_rate", m["L1-dcache-load-misses"], m["L1-dcache-loads"]))
         m.add(per(m["dTLB-load-misses"], p["sets"], "dtlb_misses_per_set"))
+        m.add(ratio("l1_store_miss_rate", m["L1-dcache-store-misses"], m["L1-dcache-stores"]))
+        m.add(per(m["dTLB-store-misses"], p["sets"], "dtlb_store_misses_per_set"))
     by = {m.label: m for m in measured}
-    claims = [_l1_low(by, p, sim), _tlb_ratio(by, sim)]
+    claims = [_l1_low(by, p, sim), _tlb_ratio(by, sim), _tlb_entry(by, sim)]
     notes = [
         f"{accesses:,} accesses per variant ({p['sets']:,} working sets x {p['passes']} "
         f"passes x {p['lines']} lines, 1 in {p['write_every']} written); ns_per_access is "
-        "the region's wall-clock time over that count."
+        "the region's wall-clock time over that count; stores are counted in a second run "
+        "of the same walk (one group of counters must fit the PMU at once).",
+        f"before each variant the walk writes {p['flush_kb']} KiB of other memory, as the "
+        "write-up flushes its L1D before counting (outside the counted region).",
     ]
     return ctx.result(measured, claims, notes, summary=SUMMARY, figure=figure)
 
@@ -122,6 +141,26 @@ def _tlb_ratio(by, sim):
     x = r / s
     return Claim(
         "cache-random-more-dtlb-misses", text, x >= TLB_RATIO_MIN, f"{ratio_text(x)}: {counts}"
+    )
+
+
+def _tlb_entry(by, sim):
+    text = (
+        "the access that enters a page takes its dTLB miss: sequential bases enter each page "
+        "with a store (at least as many dTLB store misses as load misses), random ones mostly "
+        "with a load (more load misses than store misses)"
+    )
+    names = [by[v][n] for v in VARIANTS for n in ("dTLB-load-misses", "dTLB-store-misses")]
+    got = same_source(*names)
+    if got is None:
+        return Claim("cache-tlb-miss-on-entry", text, None, reason=why_not(sim, *names))
+    (sl, ss, rl, rs), source = got
+    return Claim(
+        "cache-tlb-miss-on-entry",
+        text,
+        ss >= sl and rl > rs,
+        f"dTLB misses: sequential {ss:,.0f} store vs {sl:,.0f} load, random {rs:,.0f} store "
+        f"vs {rl:,.0f} load ({source})",
     )
 
 

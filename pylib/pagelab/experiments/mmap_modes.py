@@ -247,9 +247,10 @@ def _notes(by, s):
     notes = [
         f"the file: unnamed ({_how(s)}) in {s.directory} ({s.fstype}); inblock and "
         f"oublock count {BLOCK}-byte blocks (the kernel's byte counts shifted by 9)",
-        "MAP_POPULATE faults are taken by the kernel inside mmap: rusage counts them, "
-        "perf's page-faults event (which fires only for faults raised by user code) does "
-        "not",
+        "MAP_POPULATE fills the pages in from inside mmap, through the memory manager's fault "
+        "code but without a CPU page fault: rusage counts them, perf's page-faults event "
+        "(raised by the CPU's fault handler, for faults in user code and the kernel's on user "
+        "memory) does not",
         "the kernel charges output blocks when a page is first dirtied (in the write "
         "pass); msync then waits while they are written to the disk, which is its time",
     ]
