@@ -1,5 +1,8 @@
 """Cache-lab mode behaves as CS:APP's reference simulator (csim-ref), on traces made here."""
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -50,6 +53,15 @@ def test_hand_trace_counts_direct_mapped(hand_trace):
     r = cachelab(hand_trace, 1, 1, 4)
     assert (r.hits, r.misses, r.evictions) == (5, 5, 3)
     assert r.source == "sim"
+
+
+def test_a_result_is_read_only_but_copies_and_pickles(hand_trace):
+    """A result refuses assignment, and copy and pickle give an equal one (tests/checked_probe.py
+    perturbs a chapter's results through copies)."""
+    r = cachelab(hand_trace, 1, 1, 4)
+    with pytest.raises(AttributeError, match="read-only"):
+        r.hits = 0
+    assert copy.copy(r) == r == pickle.loads(pickle.dumps(r))
 
 
 def test_hand_trace_counts_two_way(hand_trace):

@@ -40,6 +40,9 @@ class CachelabResult:
 
     __hash__ = None  # params is a dict
 
+    def __reduce__(self):  # copy and pickle build it anew (__setattr__ refuses)
+        return type(self), tuple(getattr(self, f) for f in _FIELDS)
+
     def __repr__(self):
         fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS)
         return f"CachelabResult({fields})"
