@@ -182,12 +182,9 @@ def run_c(
         return result
     result.mode = mode
     try:
-        simulated = _execute(builds["sim"], None, config or {}, timeout, memory, name)
+        result.simulated, result.lines, _ = _simulate(source, name, builds, config, timeout, memory)
     except _worker.WorkerError as e:
         result.simulated_reason = str(e)
-    else:
-        result.simulated = _sim_readings(simulated)
-        result.lines = _lines(source, name, simulated, builds)
     return result
 
 
@@ -203,8 +200,12 @@ def simulate_c(
 ):
     """Only the simulated run of ``run_c``: (the simulated readings, the LineView, the run's
     record: label, status, stdout, notes). What `pagelab sim c FILE.c` shows."""
-    mode = _check(source, sim, name) or "every"
-    builds = _build(source, mode, force, name)
+    builds = _build(source, _check(source, sim, name) or "every", force, name)
+    return _simulate(source, name, builds, config, timeout, memory)
+
+
+def _simulate(source, name, builds, config, timeout, memory):
+    """The simulated build run: (its readings, its LineView, the run's record)."""
     simulated = _execute(builds["sim"], None, config or {}, timeout, memory, name)
     return _sim_readings(simulated), _lines(source, name, simulated, builds), simulated
 
