@@ -240,7 +240,8 @@ def big_llc(b):
     b.keep("sim 480 MiB LLC, 64 MiB working set (CPU s)", a + big)
     b.keep("sim 32 MiB LLC, 64 MiB working set (CPU s)", s)
     b.keep("sim 480 MiB 15-way LLC (2^19 sets), 64 MiB working set (CPU s)", pot)
-    large, small = runs[BIG_HOST["llc"]][0::2], runs[SMALL_LLC]
+    # the big LLC's runs paired with the small one (the later ones were paired with POT_LLC)
+    large, small = runs[BIG_HOST["llc"]][: len(a)], runs[SMALL_LLC]
     rss_a, rss_b = [r["rss_bytes"] for r in large], [r["rss_bytes"] for r in small]
     hierarchy = f"L1D {BIG_HOST['l1']}, L2 {BIG_HOST['l2']}, LLC 480M:16:64 (491,520 sets)"
     work = (
