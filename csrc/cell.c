@@ -14,25 +14,39 @@
 #define OUTSIDE 0
 #define NO_OFFSET UINT64_MAX
 
+/* Records per buffer: 64 KiB, which stays in the L2 cache between the hooks' stores and the
+ * simulation's loads. */
+#define BUFFER_RECS 4096
+
+/* The counts a site is charged, as the simulator's live counts stood at the last charge. */
+struct charged {
+    uint64_t l1_read, l1_write, compulsory, capacity, conflict, llc_read, llc_write, tlb;
+};
+
 struct pl_cell_sites {
-    void *thread;       /* main()'s thread pointer: the only thread simulated (the model
-                           is one core's caches) */
-    uintptr_t base;     /* the cell's load address: offsets are relative to it */
-    uintptr_t lo, hi;   /* its code, [lo, hi) */
-    uint32_t *slot;     /* per code byte: 1 + the index of its site, or 0 */
-    uint32_t cap;       /* sites allocated */
-    int counting;       /* 0 once the first region has ended */
-    struct pl_sim *sim; /* the simulator, and its counts as they stand: */
+    void *thread;     /* main()'s thread pointer: the only thread simulated (the model
+                         is one core's caches) */
+    uintptr_t base;   /* the cell's load address: offsets are relative to it */
+    uintptr_t lo, hi; /* its code, [lo, hi) */
+    uint32_t *slot;   /* per code byte: 1 + the index of its site, or 0 */
+    uint32_t cap;     /* sites allocated */
+    int counting;     /* 0 once the first region has ended */
+    struct pl_cell_hooks *hooks;
+    struct pl_cell_rec *buffer; /* the hooks' records (NULL: every access comes to touch()) */
+    struct pl_sim *sim;         /* the simulator, and its counts as they stand: */
     const struct pl_sim_counts *l1, *llc, *tlb;
-    struct pl_sim_counts seen_l1, seen_llc, seen_tlb; /* at the last access charged */
-    uint64_t seen;                                    /* misses(x) then */
+    struct charged seen; /* at the last access charged */
+    uint64_t misses;     /* misses(x) then */
 };
 
 static const struct pl_sim_counts none;
 
+static void drain(struct pl_cell *cell);
+
 static void cell_begin(void *ctx)
 {
     struct pl_cell *cell = ctx;
+    drain(cell); /* the accesses before the region warm the caches but count for no site */
     if (cell->begun++ == 0) {
         if (cell->index) /* the sites count the region from here */
             for (uint32_t i = 0; i < cell->nsites; i++) {
@@ -47,6 +61,7 @@ static void cell_begin(void *ctx)
 static void cell_end(void *ctx)
 {
     struct pl_cell *cell = ctx;
+    drain(cell);
     if (cell->begun > 0 && cell->ended++ == 0) {
         pl_region_end(&cell->region);
         if (cell->index)
@@ -56,23 +71,22 @@ static void cell_end(void *ctx)
 
 /* The L1 and TLB misses so far. Every count a site is charged moves only with one of them (the
  * LLC sees only L1 misses; the classes split them), so an access that leaves this unchanged
- * (most of them) is charged nothing and costs no copying of counts. */
-static uint64_t misses(const struct pl_cell_sites *x)
+ * (most of them) is charged nothing. */
+static inline uint64_t misses(const struct pl_cell_sites *x)
 {
     return x->l1->read_misses + x->l1->write_misses + x->tlb->read_misses + x->tlb->write_misses;
 }
 
 /* The site of a call's return address, new on its first access; NULL when no longer counting. */
-static struct pl_cell_site *site_of(struct pl_cell *cell, uintptr_t pc)
+static inline struct pl_cell_site *site_of(struct pl_cell *cell, uintptr_t pc)
 {
     struct pl_cell_sites *x = cell->index;
     if (!x->counting)
         return NULL;
-    uint32_t *slot = x->slot && pc >= x->lo && pc < x->hi ? &x->slot[pc - x->lo] : NULL;
-    if (!slot)
+    if (__builtin_expect(pc - x->lo < x->hi - x->lo && x->slot && x->slot[pc - x->lo], 1))
+        return &cell->sites[x->slot[pc - x->lo] - 1];
+    if (!x->slot || pc - x->lo >= x->hi - x->lo)
         return &cell->sites[OUTSIDE];
-    if (*slot)
-        return &cell->sites[*slot - 1];
     if (cell->nsites == x->cap) {
         struct pl_cell_site *more = realloc(cell->sites, 2 * x->cap * sizeof *more);
         if (!more)
@@ -83,31 +97,86 @@ static struct pl_cell_site *site_of(struct pl_cell *cell, uintptr_t pc)
     struct pl_cell_site *s = &cell->sites[cell->nsites];
     memset(s, 0, sizeof *s);
     s->offset = pc - x->base;
-    *slot = ++cell->nsites;
+    x->slot[pc - x->lo] = ++cell->nsites;
     return s;
 }
 
 /* The access just simulated missed somewhere: its misses go to site s (if any). */
-static void charge(struct pl_cell_sites *x, struct pl_cell_site *s)
+static __attribute__((noinline)) void charge(struct pl_cell_sites *x, struct pl_cell_site *s)
 {
-    const struct pl_sim_counts l1 = *x->l1, llc = *x->llc, tlb = *x->tlb;
+    const struct pl_sim_counts *l1 = x->l1, *llc = x->llc, *tlb = x->tlb;
+    struct charged now = {
+        l1->read_misses, l1->write_misses, l1->compulsory,    l1->capacity,
+        l1->conflict,    llc->read_misses, llc->write_misses, tlb->read_misses + tlb->write_misses,
+    };
     if (s) {
-        s->l1_read_misses += l1.read_misses - x->seen_l1.read_misses;
-        s->l1_write_misses += l1.write_misses - x->seen_l1.write_misses;
-        s->compulsory += l1.compulsory - x->seen_l1.compulsory;
-        s->capacity += l1.capacity - x->seen_l1.capacity;
-        s->conflict += l1.conflict - x->seen_l1.conflict;
-        s->llc_read_misses += llc.read_misses - x->seen_llc.read_misses;
-        s->llc_write_misses += llc.write_misses - x->seen_llc.write_misses;
-        s->tlb_misses +=
-            tlb.read_misses + tlb.write_misses - x->seen_tlb.read_misses - x->seen_tlb.write_misses;
+        s->l1_read_misses += now.l1_read - x->seen.l1_read;
+        s->l1_write_misses += now.l1_write - x->seen.l1_write;
+        s->compulsory += now.compulsory - x->seen.compulsory;
+        s->capacity += now.capacity - x->seen.capacity;
+        s->conflict += now.conflict - x->seen.conflict;
+        s->llc_read_misses += now.llc_read - x->seen.llc_read;
+        s->llc_write_misses += now.llc_write - x->seen.llc_write;
+        s->tlb_misses += now.tlb - x->seen.tlb;
     }
-    x->seen_l1 = l1, x->seen_llc = llc, x->seen_tlb = tlb;
-    x->seen = misses(x);
+    x->seen = now;
+    x->misses = misses(x);
 }
 
-/* An access of size bytes at addr from the call returning to pc; wider ones than PL_CELL_CHUNK
- * are simulated as the chunk-aligned pieces a copy would move. */
+/* One access (a piece of at most PL_CELL_CHUNK bytes) charged to site s (if any). */
+static inline __attribute__((always_inline)) void simulate_one(struct pl_cell_sites *x,
+                                                               struct pl_cell_site *s,
+                                                               uint64_t addr, uint64_t size,
+                                                               int is_write)
+{
+    if (s)
+        *(is_write ? &s->writes : &s->reads) += 1;
+    pl_sim_access(x->sim, addr, (uint32_t)size, is_write);
+    if (misses(x) != x->misses)
+        charge(x, s);
+}
+
+/* An access of size bytes at addr from the call returning to pc, by main()'s thread; wider
+ * ones than PL_CELL_CHUNK are simulated as the chunk-aligned pieces a copy would move. */
+static inline __attribute__((always_inline)) void
+simulate(struct pl_cell *cell, uint64_t addr, uint64_t size, int is_write, uintptr_t pc)
+{
+    struct pl_cell_sites *x = cell->index;
+    struct pl_cell_site *s = site_of(cell, pc);
+    if (__builtin_expect(size <= PL_CELL_CHUNK, 1)) {
+        simulate_one(x, s, addr, size, is_write);
+        return;
+    }
+    for (uint64_t end = addr + size; addr < end;) {
+        uint64_t piece = PL_CELL_CHUNK - addr % PL_CELL_CHUNK;
+        piece = piece < end - addr ? piece : end - addr;
+        simulate_one(x, s, addr, piece, is_write);
+        addr += piece;
+    }
+}
+
+/* The hooks' buffer, simulated record by record and emptied. */
+static void cell_flush(void *ctx)
+{
+    struct pl_cell *cell = ctx;
+    struct pl_cell_sites *x = cell->index;
+    struct pl_cell_rec *end = x->hooks->next;
+    for (const struct pl_cell_rec *r = x->buffer; r < end; r++)
+        simulate(cell, r->addr, r->site >> 1 & PL_CELL_REC_MAX, (int)(r->site & 1),
+                 (uintptr_t)(r->site >> 16));
+    x->hooks->next = x->buffer;
+}
+
+/* Whatever the buffer holds, simulated before anything else happens. */
+static void drain(struct pl_cell *cell)
+{
+    struct pl_cell_sites *x = cell->index;
+    if (x && x->buffer && x->hooks->next != x->buffer && __builtin_thread_pointer() == x->thread)
+        cell_flush(cell);
+}
+
+/* An access that came without the buffer: PL_LOAD/PL_STORE, an access wider than a record, or
+ * one by another thread (counted, not simulated). */
 static void cell_touch(void *ctx, uint64_t addr, uint64_t size, int is_write, const void *pc)
 {
     struct pl_cell *cell = ctx;
@@ -118,19 +187,8 @@ static void cell_touch(void *ctx, uint64_t addr, uint64_t size, int is_write, co
         __atomic_fetch_add(&cell->other_threads, 1, __ATOMIC_RELAXED);
         return;
     }
-    struct pl_cell_site *s = site_of(cell, (uintptr_t)pc);
-    uint64_t end = addr + size;
-    do {
-        uint64_t piece = size <= PL_CELL_CHUNK ? size : PL_CELL_CHUNK - addr % PL_CELL_CHUNK;
-        if (piece > end - addr)
-            piece = end - addr;
-        if (s)
-            *(is_write ? &s->writes : &s->reads) += 1;
-        pl_sim_access(x->sim, addr, (uint32_t)piece, is_write);
-        if (misses(x) != x->seen)
-            charge(x, s);
-        addr += piece;
-    } while (addr < end);
+    drain(cell);
+    simulate(cell, addr, size, is_write, (uintptr_t)pc);
 }
 
 /* PL_LOAD / PL_STORE: the call site is this function's return address, in the cell's code. */
@@ -162,7 +220,7 @@ static int find_code(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
-static int sites_init(struct pl_cell *cell, void *handle)
+static int sites_init(struct pl_cell *cell, void *handle, struct pl_cell_hooks *hooks)
 {
     struct pl_cell_sites *x = cell->index = calloc(1, sizeof *x);
     enum { FIRST = 64 };
@@ -174,6 +232,7 @@ static int sites_init(struct pl_cell *cell, void *handle)
     cell->sites[OUTSIDE].offset = NO_OFFSET;
     x->thread = __builtin_thread_pointer();
     x->counting = 1;
+    x->hooks = hooks;
     struct link_map *map;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0) {
         struct code c = {.base = map->l_addr};
@@ -183,6 +242,12 @@ static int sites_init(struct pl_cell *cell, void *handle)
             x->lo = c.lo, x->hi = c.hi;
             x->slot = calloc(c.hi - c.lo, sizeof *x->slot); /* NULL: all go to OUTSIDE */
         }
+    }
+    /* a record holds a return address of up to 48 bits: without the buffer, touch() takes all */
+    if (x->hi > x->lo && x->hi <= (1ull << 48) && x->slot) {
+        x->buffer = malloc(BUFFER_RECS * sizeof *x->buffer);
+        if (!x->buffer)
+            return -ENOMEM;
     }
     struct pl_sim *sim = x->sim = cell->region.sim;
     x->l1 = pl_sim_counts_live(sim, 0, 0);
@@ -200,8 +265,10 @@ static int sites_init(struct pl_cell *cell, void *handle)
 
 void pl_cell_release(struct pl_cell *cell)
 {
-    if (cell->index)
+    if (cell->index) {
         free(cell->index->slot);
+        free(cell->index->buffer);
+    }
     free(cell->index);
     free(cell->sites);
     cell->index = NULL;
@@ -223,7 +290,7 @@ int pl_cell_run(const char *path, struct pl_cell *cell)
         dlclose(handle);
         return -1;
     }
-    if (cell->region.sim && sites_init(cell, handle)) {
+    if (cell->region.sim && sites_init(cell, handle, hooks)) {
         pl_cell_release(cell);
         snprintf(cell->error, sizeof cell->error, "no memory for the cell's call sites");
         dlclose(handle);
@@ -234,12 +301,19 @@ int pl_cell_run(const char *path, struct pl_cell *cell)
     hooks->access = cell_access;
     hooks->touch = cell_touch;
     hooks->ctx = cell;
+    if (cell->index && cell->index->buffer) {
+        hooks->flush = cell_flush;
+        hooks->next = cell->index->buffer;
+        hooks->last = cell->index->buffer + BUFFER_RECS;
+        hooks->thread = cell->index->thread;
+    }
     cell->whole.group = cell->region.group;
     cell->whole.sim = cell->region.sim;
     char name[] = "cell";
     char *argv[] = {name, NULL};
     pl_region_begin(&cell->whole);
     cell->status = cell_main(1, argv);
+    drain(cell);
     pl_region_end(&cell->whole);
     fflush(stdout);
     /* not dlclose()d: the cell may have registered atexit handlers; the worker exits soon */

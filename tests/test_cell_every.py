@@ -124,6 +124,35 @@ def test_library_calls_whose_memory_is_unseen_are_named(constructs):
     assert "memcpy" not in notes and "memset" not in notes
 
 
+# Struct copies and fills wider than a buffered record (PL_CELL_REC_MAX bytes), which gcc
+# reports as ranges and then, being large, hands to memcpy and memset; and a memcpy the cell
+# writes itself, on the next line, of the same bytes.
+AGGREGATES = r"""#include <string.h>
+struct big { _Alignas(64) char b[40000]; };
+struct big g1, g2;
+int main(void)
+{
+    g1 = g2;
+    memcpy(&g1, &g2, sizeof g1);
+    g2 = (struct big){0};
+    return g1.b[3] + g2.b[5];
+}
+"""
+
+
+def test_large_struct_copies_and_fills_count_once():
+    """A 40000-byte struct copy is read and written once, piece by piece (the compiler's range
+    report, not again through the memcpy it calls); a fill is written once; the cell's own
+    memcpy of the same bytes right after still counts in full."""
+    _, lines, _ = _cell.simulate_c(AGGREGATES, config=L1)
+    pieces = 40000 // _cell_chunk()
+    copy, own, fill = (lines.lines[n] for n in (6, 7, 8))
+    assert (copy.reads, copy.writes) == (pieces, pieces)
+    assert (own.reads, own.writes) == (pieces, pieces)
+    assert (fill.reads, fill.writes) == (0, pieces)
+    assert (copy.l1_read_misses, copy.l1_write_misses) == (625, 625)  # each line of each, once
+
+
 def test_marked_cells_stay_marked_and_every_can_be_chosen():
     """A cell with PL_LOAD simulates only its PL_LOADs by default; --sim every simulates every
     access of the same cell."""

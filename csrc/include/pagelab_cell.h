@@ -14,8 +14,8 @@
  *
  * The cell is built twice with -O2 as a shared object whose main() pagelab calls in a worker
  * process; pagelab fills in pl_cell_hooks before it does. Each access reaches the simulator with
- * its call site (PL_LOAD's through access(), the instrumentation's through touch()), which -g
- * maps to the cell's line. */
+ * its call site (PL_LOAD's through access(), the instrumentation's through the buffer of
+ * records, or touch()), which -g maps to the cell's line. */
 #ifndef PAGELAB_CELL_H
 #define PAGELAB_CELL_H
 
@@ -25,11 +25,24 @@
  * one SSE register, what every x86-64 memcpy moves at least per instruction. */
 #define PL_CELL_CHUNK 16
 
+/* One access of the instrumented build, waiting to be simulated: its address, and its call
+ * site's return address << 16 | its size << 1 | is_write. The hooks append these to a buffer
+ * that pagelab simulates a bufferful at a time (flush), so an access costs the hook a few
+ * stores rather than a call into pagelab. Return addresses of the cell's code lie below 2^48
+ * (pagelab installs the buffer only then); wider accesses go to touch() after a flush. */
+struct pl_cell_rec {
+    uint64_t addr, site;
+};
+#define PL_CELL_REC_MAX 0x7fff /* the widest access a record holds, in bytes */
+
 struct pl_cell_hooks {
     void (*begin)(void *ctx);
     void (*end)(void *ctx);
     void (*access)(void *ctx, uint64_t addr, uint32_t size, int is_write);
     void (*touch)(void *ctx, uint64_t addr, uint64_t size, int is_write, const void *site);
+    void (*flush)(void *ctx);        /* simulate the buffer's records; next is then its start */
+    struct pl_cell_rec *next, *last; /* the buffer's free part; both NULL without one */
+    void *thread;                    /* main()'s thread pointer: only it appends records */
     void *ctx;
 };
 

@@ -5,8 +5,10 @@
  * linked with its runtime, libtsan: the compiler puts a call before every load and store the
  * optimised code still makes (__tsan_read4(addr), __tsan_write8(addr), ...), and these hooks,
  * in the cell's own object, take the place of libtsan's. Each passes the access on to pagelab
- * (pl_cell_hooks.touch: the simulator) with its call site, the return address, which -g maps to
- * a line of the cell. The hooks themselves are not instrumented (no_sanitize_thread).
+ * (the simulator) with its call site, the return address, which -g maps to a line of the cell:
+ * as a record in pl_cell_hooks' buffer, which pagelab simulates when it is full (and at the
+ * region's ends), else through pl_cell_hooks.touch. The hooks themselves are not instrumented
+ * (no_sanitize_thread).
  *
  * What else the compiler reports: atomics (__tsan_atomicN_*) are done here for real and
  * simulated as a load, a store, or both; function entry and exit, and __tsan_init, are not data
@@ -23,11 +25,41 @@
 #define PL_HOOK __attribute__((visibility("hidden"), no_sanitize_thread, noinline, used))
 #define PL_HELPER __attribute__((no_sanitize_thread)) static
 #define PL_HERE __builtin_return_address(0)
-/* (a constructor may run before pagelab has set the hooks: its accesses are not simulated) */
-#define PL_TOUCH(p, n, w)                                                                          \
-    (pl_cell_hooks.touch ? pl_cell_hooks.touch(pl_cell_hooks.ctx, (uint64_t)(uintptr_t)(p),        \
-                                               (uint64_t)(n), (w), PL_HERE)                        \
-                         : (void)0)
+#define PL_TOUCH(p, n, w) pl_record((uint64_t)(uintptr_t)(p), (uint64_t)(n), (w), PL_HERE)
+
+/* What does not fit a record in the buffer: a full buffer (simulated, then the record goes in),
+ * an access wider than a record or from another thread, or no buffer (straight to touch(); a
+ * constructor may run before pagelab has set the hooks: its accesses are not simulated). */
+PL_HELPER __attribute__((noinline)) void pl_record_slow(uint64_t a, uint64_t n, int w,
+                                                        const void *pc)
+{
+    struct pl_cell_hooks *h = &pl_cell_hooks;
+    if (__builtin_thread_pointer() == h->thread && h->flush) {
+        h->flush(h->ctx);
+        if (n <= PL_CELL_REC_MAX && h->next != h->last) {
+            *h->next++ = (struct pl_cell_rec){a, (uint64_t)(uintptr_t)pc << 16 | n << 1 | w};
+            return;
+        }
+    }
+    if (h->touch)
+        h->touch(h->ctx, a, n, w, pc);
+}
+
+/* n bytes at a, read (w 0) or written (w 1) by the call returning to pc */
+PL_HELPER inline __attribute__((always_inline)) void pl_record(uint64_t a, uint64_t n, int w,
+                                                               const void *pc)
+{
+    struct pl_cell_hooks *h = &pl_cell_hooks;
+    struct pl_cell_rec *r = h->next;
+    if (__builtin_expect(
+            r != h->last && n <= PL_CELL_REC_MAX && __builtin_thread_pointer() == h->thread, 1)) {
+        r->addr = a;
+        r->site = (uint64_t)(uintptr_t)pc << 16 | n << 1 | (uint64_t)w;
+        h->next = r + 1;
+        return;
+    }
+    pl_record_slow(a, n, w, pc);
+}
 
 /* plain, unaligned and volatile loads and stores of 1 to 16 bytes */
 #define PL_ACCESS_HOOK(name, n, w)                                                                 \
@@ -49,15 +81,30 @@ PL_ACCESS_HOOKS(4)
 PL_ACCESS_HOOKS(8)
 PL_ACCESS_HOOKS(16)
 
-/* aggregate copies and accesses of other sizes */
+/* Aggregate copies and fills, and accesses of other sizes. The compiler reports a struct
+ * copy's bytes here and then, when it is large, calls memcpy (memset for a fill) to move them,
+ * which the wrappers below would report again: the last range of each kind is kept, with its
+ * call site, so that the wrapper of that very call (the next call in the code, with the same
+ * bytes) counts nothing. */
+static struct {
+    uintptr_t addr, n, pc;
+} pl_ranged[2]; /* the last read range, the last write range */
+
+/* bytes of code from a range's call to the copy's call: a few moves and the other range's */
+#define PL_RANGE_CALLS 64
+
 PL_HOOK void __tsan_read_range(void *p, long n);
 PL_HOOK void __tsan_read_range(void *p, long n)
 {
+    pl_ranged[0].addr = (uintptr_t)p, pl_ranged[0].n = (uintptr_t)n;
+    pl_ranged[0].pc = (uintptr_t)PL_HERE;
     PL_TOUCH(p, n, 0);
 }
 PL_HOOK void __tsan_write_range(void *p, long n);
 PL_HOOK void __tsan_write_range(void *p, long n)
 {
+    pl_ranged[1].addr = (uintptr_t)p, pl_ranged[1].n = (uintptr_t)n;
+    pl_ranged[1].pc = (uintptr_t)PL_HERE;
     PL_TOUCH(p, n, 1);
 }
 
@@ -178,10 +225,10 @@ PL_HELPER void pl_pieces(const void *pc, const void *s, void *d, size_t n)
 {
     for (size_t i = 0; i < n; i += PL_CELL_CHUNK) {
         size_t k = n - i < PL_CELL_CHUNK ? n - i : PL_CELL_CHUNK;
-        if (s && pl_cell_hooks.touch)
-            pl_cell_hooks.touch(pl_cell_hooks.ctx, (uintptr_t)s + i, k, 0, pc);
-        if (d && pl_cell_hooks.touch)
-            pl_cell_hooks.touch(pl_cell_hooks.ctx, (uintptr_t)d + i, k, 1, pc);
+        if (s)
+            pl_record((uintptr_t)s + i, k, 0, pc);
+        if (d)
+            pl_record((uintptr_t)d + i, k, 1, pc);
     }
 }
 /* how many bytes a comparison of a and b reads: up to the first difference */
@@ -194,10 +241,22 @@ PL_HELPER size_t pl_compared(const void *a, const void *b, size_t n, int strings
     return i < n ? i + 1 : n;
 }
 
+/* Whether range k (0 read, 1 write) was just reported for these n bytes at p by the code right
+ * before pc: the compiler's own copy or fill, already simulated. It is forgotten once matched. */
+PL_HELPER int pl_reported(int k, const void *p, size_t n, const void *pc)
+{
+    int same = pl_ranged[k].addr == (uintptr_t)p && pl_ranged[k].n == n &&
+               (uintptr_t)pc - pl_ranged[k].pc < PL_RANGE_CALLS;
+    if (same)
+        pl_ranged[k].n = 0, pl_ranged[k].addr = 0;
+    return same;
+}
+
 PL_HOOK void *__wrap_memcpy(void *d, const void *s, size_t n);
 PL_HOOK void *__wrap_memcpy(void *d, const void *s, size_t n)
 {
-    pl_pieces(PL_HERE, s, d, n);
+    if (!(pl_reported(0, s, n, PL_HERE) & pl_reported(1, d, n, PL_HERE)))
+        pl_pieces(PL_HERE, s, d, n);
     return __real_memcpy(d, s, n);
 }
 PL_HOOK void *__wrap_memmove(void *d, const void *s, size_t n);
@@ -209,7 +268,8 @@ PL_HOOK void *__wrap_memmove(void *d, const void *s, size_t n)
 PL_HOOK void *__wrap_memset(void *d, int c, size_t n);
 PL_HOOK void *__wrap_memset(void *d, int c, size_t n)
 {
-    pl_pieces(PL_HERE, NULL, d, n);
+    if (!pl_reported(1, d, n, PL_HERE))
+        pl_pieces(PL_HERE, NULL, d, n);
     return __real_memset(d, c, n);
 }
 PL_HOOK int __wrap_memcmp(const void *a, const void *b, size_t n);
