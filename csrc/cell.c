@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,20 @@ static void cell_touch(void *ctx, uint64_t addr, uint64_t size, int is_write, co
     simulate(cell, addr, size, is_write, (uintptr_t)pc);
 }
 
+/* Where main() ends when the cell calls exit(): back in pl_cell_run (one cell per worker). */
+static jmp_buf main_over;
+static void *main_thread;
+
+static void cell_exit(void *ctx, int status)
+{
+    struct pl_cell *cell = ctx;
+    if (__builtin_thread_pointer() != main_thread)
+        return; /* another thread's exit() ends the process as it would anyway */
+    cell->status = status;
+    cell->exited = 1;
+    longjmp(main_over, 1);
+}
+
 /* PL_LOAD / PL_STORE: the call site is this function's return address, in the cell's code. */
 static __attribute__((noinline)) void cell_access(void *ctx, uint64_t addr, uint32_t size,
                                                   int is_write)
@@ -300,6 +315,7 @@ int pl_cell_run(const char *path, struct pl_cell *cell)
     hooks->end = cell_end;
     hooks->access = cell_access;
     hooks->touch = cell_touch;
+    hooks->exit = cell_exit;
     hooks->ctx = cell;
     if (cell->index && cell->index->buffer) {
         hooks->flush = cell_flush;
@@ -311,8 +327,11 @@ int pl_cell_run(const char *path, struct pl_cell *cell)
     cell->whole.sim = cell->region.sim;
     char name[] = "cell";
     char *argv[] = {name, NULL};
+    main_thread = __builtin_thread_pointer();
     pl_region_begin(&cell->whole);
-    cell->status = cell_main(1, argv);
+    if (setjmp(main_over) == 0)
+        cell->status = cell_main(1, argv);
+    hooks->exit = NULL; /* an exit() from an atexit handler, later, is the real one */
     drain(cell);
     pl_region_end(&cell->whole);
     fflush(stdout);

@@ -315,3 +315,21 @@ def test_sim_c_prints_the_lines_and_its_json_follows_the_schema(pagelab_cmd, tmp
         [*pagelab_cmd, "sim", "c", str(prog), "--l1", "32K:7:64"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_exit_ends_the_cell_as_a_return_does():
+    """exit() called from a function in the middle of a loop ends main() as a return would:
+    both runs come back with exit()'s status and the counts up to it (not a worker that died
+    without a result), and exit is not among the unseen library calls."""
+    src = (
+        "#include <stdlib.h>\nint a[1000];\nstatic void stop(long s)\n{\n"
+        "    exit((int)(s & 1) + 3);\n}\nint main(void)\n{\n    long s = 0;\n"
+        "    for (int i = 0; i < 1000; i++) {\n        s += a[i];\n        if (i == 499)\n"
+        "            stop(s);\n    }\n    return 0;\n}\n"
+    )
+    result = _cell.run_c(src, config=L1)
+    assert (result.status, result.exited) == (3, True)
+    assert "main() called exit(3)" in str(result)
+    assert result.simulated and result.simulated_reason is None
+    assert result.lines.lines[11].reads == 500
+    assert not any("exit" in note for note in result.lines.notes)

@@ -118,6 +118,7 @@ struct pl_cell {
     int begun;
     int ended;
     int status;
+    int exited;
     struct pl_cell_site *sites;
     uint32_t nsites;
     uint64_t other_threads;

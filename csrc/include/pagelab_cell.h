@@ -40,15 +40,28 @@ struct pl_cell_hooks {
     void (*end)(void *ctx);
     void (*access)(void *ctx, uint64_t addr, uint32_t size, int is_write);
     void (*touch)(void *ctx, uint64_t addr, uint64_t size, int is_write, const void *site);
-    void (*flush)(void *ctx);        /* simulate the buffer's records; next is then its start */
-    struct pl_cell_rec *next, *last; /* the buffer's free part; both NULL without one */
-    void *thread;                    /* main()'s thread pointer: only it appends records */
+    void (*exit)(void *ctx, int status); /* exit() by main()'s thread: main() is over */
+    void (*flush)(void *ctx);            /* simulate the buffer's records; next is then its start */
+    struct pl_cell_rec *next, *last;     /* the buffer's free part; both NULL without one */
+    void *thread;                        /* main()'s thread pointer: only it appends records */
     void *ctx;
 };
 
 #ifndef PL_CELL_RUNNER /* the cell's side; the runner (csrc/cell.c) only needs the layout */
 
 __attribute__((visibility("default"))) struct pl_cell_hooks pl_cell_hooks;
+
+/* exit() ends the cell as a return from main() does (the cell is linked with -Wl,--wrap=exit):
+ * pagelab takes the counts and the status, and the worker exits afterwards. */
+_Noreturn void __real_exit(int status);
+__attribute__((visibility("hidden"), noreturn, used, no_sanitize_thread)) void
+__wrap_exit(int status);
+void __wrap_exit(int status)
+{
+    if (pl_cell_hooks.exit)
+        pl_cell_hooks.exit(pl_cell_hooks.ctx, status);
+    __real_exit(status);
+}
 
 #define PL_REGION_BEGIN() pl_cell_hooks.begin(pl_cell_hooks.ctx)
 #define PL_REGION_END() pl_cell_hooks.end(pl_cell_hooks.ctx)

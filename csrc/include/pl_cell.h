@@ -28,7 +28,8 @@ struct pl_cell {
     struct pl_region region; /* the first PL_REGION_BEGIN..END */
     struct pl_region whole;  /* all of main(): what is measured when the cell has no region */
     int begun, ended;        /* how often PL_REGION_BEGIN and PL_REGION_END ran */
-    int status;              /* main()'s return value */
+    int status;              /* main()'s return value, or what it passed to exit() */
+    int exited;              /* 1: main() ended by calling exit() */
     /* With a simulator: the call sites, over the first region (from its PL_REGION_BEGIN, to its
      * PL_REGION_END or main()'s end), else over all of main(). Free with pl_cell_release. */
     struct pl_cell_site *sites;

@@ -204,7 +204,7 @@ def _sim_c(args):
     if run["stdout"]:
         print(run["stdout"], end="" if run["stdout"].endswith("\n") else "\n")
     what = "the first PL_REGION_BEGIN..END" if run["label"] == "region" else "all of main()"
-    print(f"{args.file}: {what}, compiled -O2; main() returned {run['status']}")
+    print(f"{args.file}: {what}, compiled -O2; {_cell.ending(run['status'], run['exited'])}")
     width = max(len(r.name) for r in readings)
     for r in readings:
         print(f"  {r.name:<{width}}  {r.value:>14,} (sim)")

@@ -47,9 +47,10 @@ SOURCE_FILE = "cell.c"  # what is compiled: the header's include, #line, the sou
 MODES = ("every", "marked")
 # The student's cell is GNU C (PL_KEEP uses __typeof__ and an asm barrier), built like a program
 # would be but as a shared object; --no-undefined makes a missing function a link error here
-# rather than a failed dlopen later.
+# rather than a failed dlopen later; exit() is pagelab_cell.h's, which ends main() as a return
+# does.
 COMPILE = ["-std=gnu11", "-O2", "-Wall", "-fPIC"]
-LINK = ["-shared", "-Wl,--no-undefined"]
+LINK = ["-shared", "-Wl,--no-undefined", "-Wl,--wrap=exit"]
 # The simulated builds carry -g so that call sites map to lines. "every" is instrumented at
 # compile time only (linking with -fsanitize=thread would pull in libtsan).
 SIM_FLAGS = {"marked": ["-g", "-DPL_SIM"], "every": ["-g", "-fsanitize=thread", "-DPL_SIM_EVERY"]}
@@ -83,6 +84,7 @@ class CellResult:
     stdout: str = ""
     status: int = 0
     notes: list = field(default_factory=list)
+    exited: bool = False  # main() ended by calling exit(status)
     mode: str = "every"  # what the simulated build fed the simulator (MODES)
     lines: LineView | None = None  # the simulated counts line by line
 
@@ -99,7 +101,7 @@ class CellResult:
         rows += [(None, r) for r in sim.values()]
         width = max(len((m or s).name) for m, s in rows)
         what = "PL_REGION_BEGIN..END" if self.label == "region" else "all of main()"
-        lines = [f"{what}, compiled -O2; main() returned {self.status}"]
+        lines = [f"{what}, compiled -O2; {ending(self.status, self.exited)}"]
         lines.append(f"  {'':<{width}}  {'measured':<28}  simulated")
         missing = {}
         for m, s in rows:
@@ -308,8 +310,18 @@ def _result(raw, builds):
     if builds["warnings"]:
         notes.append("gcc warned:\n" + builds["warnings"])
     return CellResult(
-        raw["label"], readings, stdout=raw["stdout"], status=raw["status"], notes=notes
+        raw["label"],
+        readings,
+        stdout=raw["stdout"],
+        status=raw["status"],
+        notes=notes,
+        exited=raw["exited"],
     )
+
+
+def ending(status, exited):
+    """How main() ended, for the result's first line."""
+    return f"main() called exit({status})" if exited else f"main() returned {status}"
 
 
 # ---- inside the workers ------------------------------------------------------------------
@@ -343,9 +355,9 @@ def _unsupported(stderr):
     )
 
 
-def _wrapped(include):
-    """The C library functions pagelab_cell_every.h wraps (its __wrap_ definitions)."""
-    text = (include / EVERY_HEADER).read_text()
+def _wrapped(include, *headers):
+    """The C library functions these headers wrap (their __wrap_ definitions)."""
+    text = "".join((include / h).read_text() for h in headers)
     return list(dict.fromkeys(re.findall(r"__wrap_(\w+)\(", text)))
 
 
@@ -356,7 +368,7 @@ def _commands(cc, include, mode, work):
     so = str(work / "cell-sim.so")
     if mode == "marked":
         return measured, [[*cc, *COMPILE, *SIM_FLAGS[mode], *LINK, *inc, "-o", so, c, "-lm"]]
-    wrapped = _wrapped(include)
+    wrapped = _wrapped(include, EVERY_HEADER)
     obj = str(work / "cell-sim.o")
     nobuiltin = [f"-fno-builtin-{f}" for f in wrapped]
     wrap = "-Wl," + ",".join(f"--wrap={f}" for f in wrapped)
@@ -378,7 +390,7 @@ def _unseen(work, include):
         if name.startswith(("__tsan_", "__real_", "_GLOBAL_", "__stack_chk")):
             continue
         names.add(re.sub(r"^__(\w+)_chk$", r"\1", name))  # _FORTIFY_SOURCE's checked calls
-    return sorted(names - set(_wrapped(include)))
+    return sorted(names - set(_wrapped(include, HEADER, EVERY_HEADER)))
 
 
 def build(source, mode, entry, cc, name="cell"):
@@ -462,6 +474,7 @@ def execute(path, events=None, sim=None, name="cell"):
         "label": "region" if used else "main()",
         "metrics": metrics,
         "status": cell.status,
+        "exited": bool(cell.exited),
         "stdout": text,
         "notes": notes,
     }
