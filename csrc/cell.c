@@ -84,10 +84,11 @@ static inline struct pl_cell_site *site_of(struct pl_cell *cell, uintptr_t pc)
     struct pl_cell_sites *x = cell->index;
     if (!x->counting)
         return NULL;
-    if (__builtin_expect(pc - x->lo < x->hi - x->lo && x->slot && x->slot[pc - x->lo], 1))
-        return &cell->sites[x->slot[pc - x->lo] - 1];
-    if (!x->slot || pc - x->lo >= x->hi - x->lo)
+    uint32_t *slot = x->slot && pc >= x->lo && pc < x->hi ? &x->slot[pc - x->lo] : NULL;
+    if (!slot)
         return &cell->sites[OUTSIDE];
+    if (*slot)
+        return &cell->sites[*slot - 1];
     if (cell->nsites == x->cap) {
         struct pl_cell_site *more = realloc(cell->sites, 2 * x->cap * sizeof *more);
         if (!more)
@@ -98,7 +99,7 @@ static inline struct pl_cell_site *site_of(struct pl_cell *cell, uintptr_t pc)
     struct pl_cell_site *s = &cell->sites[cell->nsites];
     memset(s, 0, sizeof *s);
     s->offset = pc - x->base;
-    x->slot[pc - x->lo] = ++cell->nsites;
+    *slot = ++cell->nsites;
     return s;
 }
 

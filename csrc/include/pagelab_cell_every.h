@@ -30,14 +30,16 @@
 /* What does not fit a record in the buffer: a full buffer (simulated, then the record goes in),
  * an access wider than a record or from another thread, or no buffer (straight to touch(); a
  * constructor may run before pagelab has set the hooks: its accesses are not simulated). */
+PL_HELPER inline __attribute__((always_inline)) void pl_record(uint64_t a, uint64_t n, int w,
+                                                               const void *pc);
 PL_HELPER __attribute__((noinline)) void pl_record_slow(uint64_t a, uint64_t n, int w,
                                                         const void *pc)
 {
     struct pl_cell_hooks *h = &pl_cell_hooks;
     if (__builtin_thread_pointer() == h->thread && h->flush) {
         h->flush(h->ctx);
-        if (n <= PL_CELL_REC_MAX && h->next != h->last) {
-            *h->next++ = (struct pl_cell_rec){a, (uint64_t)(uintptr_t)pc << 16 | n << 1 | w};
+        if (n <= PL_CELL_REC_MAX) { /* the buffer has room now */
+            pl_record(a, n, w, pc);
             return;
         }
     }
@@ -255,7 +257,7 @@ PL_HELPER int pl_reported(int k, const void *p, size_t n, const void *pc)
 PL_HOOK void *__wrap_memcpy(void *d, const void *s, size_t n);
 PL_HOOK void *__wrap_memcpy(void *d, const void *s, size_t n)
 {
-    if (!(pl_reported(0, s, n, PL_HERE) & pl_reported(1, d, n, PL_HERE)))
+    if (!(pl_reported(0, s, n, PL_HERE) && pl_reported(1, d, n, PL_HERE)))
         pl_pieces(PL_HERE, s, d, n);
     return __real_memcpy(d, s, n);
 }

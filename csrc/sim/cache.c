@@ -376,14 +376,9 @@ int pl_cache_miss(struct pl_cache *c, uint64_t set, uint64_t line, int is_write,
     } else {
         w = victim(c, c->word, set, c->stamp, base);
         flags = PL_SIM_EVICT;
-        c->n.evictions++;
-        c->n.writebacks += c->dirty[base + w];
     }
     uint64_t slot = base + w;
-    uint32_t *when = c->when ? &c->when[slot] : NULL;
-    pl_cache_count_miss(c, line, is_write, when, flags, c->tag[slot], when ? *when : 0);
-    c->tag[slot] = line;
-    c->fp[slot] = pl_cache_fingerprint(line);
+    pl_cache_install(c, slot, line, is_write, flags);
     fill_way(c, c->word, set, c->stamp, slot, w);
     flags = filled(c, line, &c->dirty[slot], is_write, flags, dirty);
     if (__builtin_expect(c->shadow != NULL, 0) && pl_shadow_full(c->shadow))

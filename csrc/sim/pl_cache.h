@@ -219,6 +219,21 @@ PL_HOT void pl_cache_count_miss(struct pl_cache *c, uint64_t line, int is_write,
         pl_cache_classify(c, line, when, evicted, victim, vwhen);
 }
 
+/* Line (not PL_NO_LINE) fills slot of a dense level on a miss: the eviction of its line before
+ * (when evicted), the miss and its class counted, tag and fingerprint written. */
+PL_HOT void pl_cache_install(struct pl_cache *c, uint64_t slot, uint64_t line, int is_write,
+                             int evicted)
+{
+    if (evicted) {
+        c->n.evictions++;
+        c->n.writebacks += c->dirty[slot];
+    }
+    uint32_t *when = c->when ? &c->when[slot] : NULL;
+    pl_cache_count_miss(c, line, is_write, when, evicted, c->tag[slot], when ? *when : 0);
+    c->tag[slot] = line;
+    c->fp[slot] = pl_cache_fingerprint(line);
+}
+
 /* The miss of line (not PL_NO_LINE) in set of a dense level under LRU with its order in one
  * word per set: it takes the next free way, or the least recently used one's, and becomes the
  * most recent. Returns PL_SIM_EVICT or 0; *dirty is its dirty flag. */
@@ -233,14 +248,9 @@ PL_HOT int pl_cache_fill_lru(struct pl_cache *c, uint64_t set, uint64_t line, in
     } else {
         w = (uint32_t)(order >> 4 * (c->ways - 1)) & 15;
         out = PL_SIM_EVICT;
-        c->n.evictions++;
-        c->n.writebacks += c->dirty[base + w];
     }
     uint64_t slot = base + w;
-    uint32_t *when = c->when ? &c->when[slot] : NULL;
-    pl_cache_count_miss(c, line, is_write, when, out, c->tag[slot], when ? *when : 0);
-    c->tag[slot] = line;
-    c->fp[slot] = pl_cache_fingerprint(line);
+    pl_cache_install(c, slot, line, is_write, out);
     c->word[set] = order << 4 | w;
     uint8_t *d = &c->dirty[slot];
     *d = (uint8_t)(is_write != 0);
