@@ -2,7 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#ifndef N
 #define N 1000 /* a 1000 x 1000 matrix of doubles: 8 MB, far beyond any L1 */
+#endif
 #define TILE 8 /* 8 x 8 doubles: one 64-byte line per tile row */
 
 static void naive(const double *a, double *b)

@@ -34,6 +34,8 @@ KEYS = {
     "sim.vs_cachegrind.speedup",
     "sim.vs_cachegrind.trace_speedup",
     "sim.vs_cachegrind.miss_agreement",
+    "sim.cell_vs_cachegrind.speedup",
+    "sim.cell_vs_cachegrind.ceiling",
     "counters.measure_overhead_us",
     "counters.floor_faults",
     "counters.floor_task_clock_us",
@@ -251,3 +253,9 @@ def test_bench_fast_json_reports_every_key(pagelab_cmd):
         f = doc["figures"][key]
         if f["value"] is not None:  # a ratio of two positive times, each a median of pairs
             assert f["value"] > 0 and f["worker_s"] > 0 and f["standalone_s"] > 0, key
+    ceiling = doc["figures"]["sim.cell_vs_cachegrind.ceiling"]
+    if shutil.which("valgrind"):  # three builds of bench/transpose.c, each timed
+        assert ceiling["value"] > 0 and ceiling["cachegrind_s"] > 0, ceiling
+        assert ceiling["instrumented_s"] > 0 and ceiling["uninstrumented_s"] > 0, ceiling
+    else:
+        assert "valgrind" in ceiling["reason"]

@@ -456,8 +456,15 @@ def cachegrind(b):
         reason = "valgrind and a C compiler are needed"
         units = {"speedup": "x", "trace_speedup": "x", "miss_agreement": "fraction"}
         out = {f"sim.vs_cachegrind.{k}": _unavailable(u, "", reason) for k, u in units.items()}
-        return {**out, "sim.cell_vs_cachegrind.speedup": _unavailable("x", "", reason)}
-    return {**cachegrind_workload(b), **cachegrind_trace(b), **cell_vs_cachegrind(b)}
+        for k in ("speedup", "ceiling"):
+            out[f"sim.cell_vs_cachegrind.{k}"] = _unavailable("x", "", reason)
+        return out
+    return {
+        **cachegrind_workload(b),
+        **cachegrind_trace(b),
+        **cell_vs_cachegrind(b),
+        **cell_ceiling(b),
+    }
 
 
 def _cachegrind(argv, out):
@@ -617,6 +624,53 @@ def cell_vs_cachegrind(b):
             sim_accesses=accesses,
             cachegrind_accesses=counts["Dr"] + counts["Dw"],
             sim_s=statistics.median(s),
+            cachegrind_s=statistics.median(a),
+        )
+    }
+
+
+def cell_ceiling(b):
+    """The most any build instrumented by the compiler could gain on cachegrind: bench/transpose.c
+    at N = 3000 (start-up a small part of either), built with -fsanitize=thread and linked with
+    hooks that do nothing (bench/hooks_only.c), against cachegrind running it built -O2: what
+    the calls alone cost, with nothing recorded, simulated or started."""
+    key = "sim.cell_vs_cachegrind.ceiling"
+    meaning = (
+        "CPU time of cachegrind (D1 and LL as above) running bench/transpose.c at N = 3000 "
+        "(45 million data accesses) built -O2 over the CPU time of the same program built -O2 "
+        "with the compiler's instrumentation (-fsanitize=thread) and hooks that do nothing "
+        "(bench/hooks_only.c): the most instrumentation could gain with a simulator that cost "
+        "nothing and no start-up; both whole commands, measured in turn"
+    )
+    program, hooks = ROOT / "bench" / "transpose.c", ROOT / "bench" / "hooks_only.c"
+    if not (program.exists() and hooks.exists()):
+        return {key: _unavailable("x", meaning, "bench/: a source checkout only")}
+    native, instrumented = b.tmp / "transpose-3000", b.tmp / "transpose-3000-hooks"
+    obj = b.tmp / "transpose-3000.o"
+    cc = ["cc", "-std=gnu11", "-O2", "-DN=3000"]
+    for cmd in (
+        [*cc, "-o", str(native), str(program)],
+        [*cc, "-fsanitize=thread", "-c", "-o", str(obj), str(program)],
+        [*cc, "-o", str(instrumented), str(obj), str(hooks)],  # not libtsan: these hooks
+    ):
+        subprocess.run(cmd, check=True)
+    d1 = ",".join(map(str, D1))
+    cg = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--D1={d1}", "--I1=32768,8,64"]
+    cg += ["--LL=8388608,16,64", "--cachegrind-out-file=/dev/null", str(native)]
+    b.log("the compiler's instrumentation alone against cachegrind")
+    a, s = _pairs(lambda: _child_cpu(cg), lambda: _child_cpu([str(instrumented)]), max(3, b.n // 2))
+    plain = [_child_cpu([str(native)]) for _ in range(max(3, b.n // 2))]
+    b.keep("cachegrind, bench/transpose.c N=3000 -O2 (CPU s)", a)
+    b.keep("bench/transpose.c N=3000, instrumented, hooks that do nothing (CPU s)", s)
+    return {
+        key: _figure(
+            _ratio(a, s),
+            "x",
+            meaning,
+            f"pagelab bench --json ({key})",
+            reference=f"cachegrind {statistics.median(a):.3g} s",
+            instrumented_s=statistics.median(s),
+            uninstrumented_s=statistics.median(plain),
             cachegrind_s=statistics.median(a),
         )
     }
