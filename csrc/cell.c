@@ -157,15 +157,29 @@ simulate(struct pl_cell *cell, uint64_t addr, uint64_t size, int is_write, uintp
     }
 }
 
-/* The hooks' buffer, simulated record by record and emptied. */
+/* The hooks' buffer, simulated record by record and emptied. The common record (one piece,
+ * from a site already indexed, while the sites count) finds its site through locals: through
+ * cell and x, the compiler would reload the index after every call into the simulator. */
 static void cell_flush(void *ctx)
 {
     struct pl_cell *cell = ctx;
     struct pl_cell_sites *x = cell->index;
-    struct pl_cell_rec *end = x->hooks->next;
-    for (const struct pl_cell_rec *r = x->buffer; r < end; r++)
-        simulate(cell, r->addr, r->site >> 1 & PL_CELL_REC_MAX, (int)(r->site & 1),
-                 (uintptr_t)(r->site >> 16));
+    const struct pl_cell_rec *r = x->buffer, *end = x->hooks->next;
+    const uint32_t *slot = x->counting ? x->slot : NULL; /* NULL: every record the long way */
+    uintptr_t lo = x->lo, span = x->hi - x->lo;
+    struct pl_cell_site *sites = cell->sites;
+    for (; r < end; r++) {
+        uint64_t addr = r->addr, size = r->site >> 1 & PL_CELL_REC_MAX;
+        uintptr_t pc = (uintptr_t)(r->site >> 16);
+        int is_write = (int)(r->site & 1);
+        uint32_t k = slot && pc - lo < span && size <= PL_CELL_CHUNK ? slot[pc - lo] : 0;
+        if (__builtin_expect(k == 0, 0)) { /* a new site, or not counted, or wider */
+            simulate(cell, addr, size, is_write, pc);
+            sites = cell->sites; /* a new site may have moved them */
+            continue;
+        }
+        simulate_one(x, &sites[k - 1], addr, size, is_write);
+    }
     x->hooks->next = x->buffer;
 }
 
