@@ -46,6 +46,7 @@ LAB = ("-s", "6", "-E", "8", "-b", "6")
 TRACE_SIZES = (1_000, 100_000, 1_000_000, None)
 CSIM_REF = "PAGELAB_CSIM_REF"  # the path of csim-ref, where it is not on PATH as csim-ref
 D1 = (32768, 8, 64)  # the cachegrind comparison's D1 (and pagelab's L1D)
+LLC_8M = "8388608,16,64"  # cachegrind's LL for the %%c comparison, pagelab's --llc=8M:16:64
 # A host with a 480 MiB 16-way L3 (491,520 sets; issue 18), and the same with a 32 MiB L3, or
 # with a 480 MiB 15-way L3 (524,288 sets: a power of two): a 64 MiB working set, one load per
 # line in a random order (a pointer chase's), three passes.
@@ -467,11 +468,18 @@ def cachegrind(b):
     }
 
 
-def _cachegrind(argv, out):
+def _cachegrind(argv, out, ll="1048576,16,64"):
     """The cachegrind command at the D1 geometry, writing its counts to out."""
     d1 = ",".join(map(str, D1))
     cg = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--D1={d1}", "--I1=32768,8,64"]
-    return [*cg, "--LL=1048576,16,64", f"--cachegrind-out-file={out}", *argv]
+    return [*cg, f"--LL={ll}", f"--cachegrind-out-file={out}", *argv]
+
+
+def _speedup(key, a, s, meaning, **extra):
+    """Figure key: cachegrind's CPU times a over pagelab's s, pair by pair."""
+    command = f"pagelab bench --json ({key})"
+    reference = f"cachegrind {statistics.median(a):.3g} s"
+    return _figure(_ratio(a, s), "x", meaning, command, reference=reference, **extra)
 
 
 def cachegrind_workload(b):
@@ -517,13 +525,12 @@ def cachegrind_workload(b):
     ours = total("loads") + total("stores")
     theirs = counts["Dr"] + counts["Dw"]
     return {
-        "sim.vs_cachegrind.speedup": _figure(
-            _ratio(a, s),
-            "x",
+        "sim.vs_cachegrind.speedup": _speedup(
+            "sim.vs_cachegrind.speedup",
+            a,
+            s,
             meaning,
-            "pagelab bench --json (sim.vs_cachegrind.speedup)",
             goal=10,
-            reference=f"cachegrind {statistics.median(a):.3g} s",
             sim_accesses=ours,
             cachegrind_accesses=theirs,
             sim_ns_per_access=statistics.median(s) / ours * 1e9,
@@ -563,14 +570,13 @@ def cachegrind_trace(b):
     sim.replay(trace)
     got = sim.stats()["L1D"].misses
     return {
-        "sim.vs_cachegrind.trace_speedup": _figure(
-            _ratio(a, s),
-            "x",
+        "sim.vs_cachegrind.trace_speedup": _speedup(
+            "sim.vs_cachegrind.trace_speedup",
+            a,
+            s,
             "CPU time of cachegrind running the matrix program (-O2) over pagelab's "
             "replaying that program's lackey trace through the same L1D: both whole "
             "commands, measured in turn (pagelab's side is mostly parsing the text trace)",
-            "pagelab bench --json (sim.vs_cachegrind.trace_speedup)",
-            reference=f"cachegrind {statistics.median(a):.3g} s",
         ),
         "sim.vs_cachegrind.miss_agreement": _figure(
             got / expected,
@@ -600,9 +606,7 @@ def cell_vs_cachegrind(b):
         return {key: _unavailable("x", meaning, "bench/transpose.c: a source checkout only")}
     exe, out = b.tmp / "transpose-o2", b.tmp / "cachegrind-transpose.out"
     subprocess.run(["cc", "-O2", "-g", "-o", str(exe), str(program)], check=True)
-    d1 = ",".join(map(str, D1))
-    cg = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--D1={d1}"]
-    cg += ["--I1=32768,8,64", "--LL=8388608,16,64", f"--cachegrind-out-file={out}", str(exe)]
+    cg = _cachegrind([str(exe)], out, LLC_8M)
     ours = [*b.pagelab, "sim", "c", str(program), f"--l1={':'.join(map(str, D1))}"]
     ours += ["--l2=none", "--llc=8M:16:64", "--tlb=none", "--stlb=none", "--no-classify"]
     b.log("a C program simulated by instrumentation against cachegrind")
@@ -614,13 +618,12 @@ def cell_vs_cachegrind(b):
     metrics = doc["measurements"][0]["metrics"]
     accesses = metrics["L1-dcache-loads"]["value"] + metrics["L1-dcache-stores"]["value"]
     return {
-        key: _figure(
-            _ratio(a, s),
-            "x",
+        key: _speedup(
+            key,
+            a,
+            s,
             meaning,
-            f"pagelab bench --json ({key})",
             goal=5,
-            reference=f"cachegrind {statistics.median(a):.3g} s",
             sim_accesses=accesses,
             cachegrind_accesses=counts["Dr"] + counts["Dw"],
             sim_s=statistics.median(s),
@@ -654,21 +657,18 @@ def cell_ceiling(b):
         [*cc, "-o", str(instrumented), str(obj), str(hooks)],  # not libtsan: these hooks
     ):
         subprocess.run(cmd, check=True)
-    d1 = ",".join(map(str, D1))
-    cg = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--D1={d1}", "--I1=32768,8,64"]
-    cg += ["--LL=8388608,16,64", "--cachegrind-out-file=/dev/null", str(native)]
+    cg = _cachegrind([str(native)], "/dev/null", LLC_8M)
     b.log("the compiler's instrumentation alone against cachegrind")
     a, s = _pairs(lambda: _child_cpu(cg), lambda: _child_cpu([str(instrumented)]), max(3, b.n // 2))
     plain = [_child_cpu([str(native)]) for _ in range(max(3, b.n // 2))]
     b.keep("cachegrind, bench/transpose.c N=3000 -O2 (CPU s)", a)
     b.keep("bench/transpose.c N=3000, instrumented, hooks that do nothing (CPU s)", s)
     return {
-        key: _figure(
-            _ratio(a, s),
-            "x",
+        key: _speedup(
+            key,
+            a,
+            s,
             meaning,
-            f"pagelab bench --json ({key})",
-            reference=f"cachegrind {statistics.median(a):.3g} s",
             instrumented_s=statistics.median(s),
             uninstrumented_s=statistics.median(plain),
             cachegrind_s=statistics.median(a),
