@@ -78,13 +78,19 @@ static inline uint64_t misses(const struct pl_cell_sites *x)
     return x->l1->read_misses + x->l1->write_misses + x->tlb->read_misses + x->tlb->write_misses;
 }
 
+/* The index entry of a return address in the code at lo (span bytes), or NULL outside it. */
+static inline uint32_t *slot_of(uint32_t *slot, uintptr_t lo, uintptr_t span, uintptr_t pc)
+{
+    return slot && pc - lo < span ? &slot[pc - lo] : NULL;
+}
+
 /* The site of a call's return address, new on its first access; NULL when no longer counting. */
 static inline struct pl_cell_site *site_of(struct pl_cell *cell, uintptr_t pc)
 {
     struct pl_cell_sites *x = cell->index;
     if (!x->counting)
         return NULL;
-    uint32_t *slot = x->slot && pc >= x->lo && pc < x->hi ? &x->slot[pc - x->lo] : NULL;
+    uint32_t *slot = slot_of(x->slot, x->lo, x->hi - x->lo, pc);
     if (!slot)
         return &cell->sites[OUTSIDE];
     if (*slot)
@@ -165,14 +171,15 @@ static void cell_flush(void *ctx)
     struct pl_cell *cell = ctx;
     struct pl_cell_sites *x = cell->index;
     const struct pl_cell_rec *r = x->buffer, *end = x->hooks->next;
-    const uint32_t *slot = x->counting ? x->slot : NULL; /* NULL: every record the long way */
+    uint32_t *slot = x->counting ? x->slot : NULL; /* NULL: every record the long way */
     uintptr_t lo = x->lo, span = x->hi - x->lo;
     struct pl_cell_site *sites = cell->sites;
     for (; r < end; r++) {
         uint64_t addr = r->addr, size = r->site >> 1 & PL_CELL_REC_MAX;
         uintptr_t pc = (uintptr_t)(r->site >> 16);
         int is_write = (int)(r->site & 1);
-        uint32_t k = slot && pc - lo < span && size <= PL_CELL_CHUNK ? slot[pc - lo] : 0;
+        const uint32_t *at = size <= PL_CELL_CHUNK ? slot_of(slot, lo, span, pc) : NULL;
+        uint32_t k = at ? *at : 0;
         if (__builtin_expect(k == 0, 0)) { /* a new site, or not counted, or wider */
             simulate(cell, addr, size, is_write, pc);
             sites = cell->sites; /* a new site may have moved them */

@@ -639,7 +639,8 @@ def cell_ceiling(b):
     the calls alone cost, with nothing recorded, simulated or started."""
     key = "sim.cell_vs_cachegrind.ceiling"
     meaning = (
-        "CPU time of cachegrind (D1 and LL as above) running bench/transpose.c at N = 3000 "
+        f"CPU time of cachegrind (D1 {':'.join(map(str, D1))}, LL 8M:16:64) running "
+        "bench/transpose.c at N = 3000 "
         "(45 million data accesses) built -O2 over the CPU time of the same program built -O2 "
         "with the compiler's instrumentation (-fsanitize=thread) and hooks that do nothing "
         "(bench/hooks_only.c): the most instrumentation could gain with a simulator that cost "
