@@ -1,5 +1,5 @@
 """Described hosts (tests/hosts/hosts.txt): the cache topology of a real machine, written as the
-sysfs tree that $PAGELAB_SYSFS_ROOT points pagelab's one cache reader at."""
+sys/ tree of a described machine that $PAGELAB_MACHINE points pagelab's readers at."""
 
 from pathlib import Path
 
@@ -18,9 +18,10 @@ def hosts():
 
 
 def write_tree(root, fields):
-    """Write the sysfs tree of one described host under ``root``; returns root (the value for
-    $PAGELAB_SYSFS_ROOT)."""
-    root = Path(root)
+    """Write the sysfs cache tree of one described host under ``root``/sys; returns root (the
+    value for $PAGELAB_MACHINE)."""
+    machine = Path(root)
+    root = machine / "sys"
     cpu = "cpu0"
     if fields and fields[0] == "cpu1":
         (root / "devices/system/cpu/cpu0").mkdir(parents=True)  # a CPU that describes nothing
@@ -41,7 +42,7 @@ def write_tree(root, fields):
             "number_of_sets": sets,
         }.items():
             (d / name).write_text(f"{value}\n")
-    return root
+    return machine
 
 
 def size_bytes(size):

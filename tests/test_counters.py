@@ -10,7 +10,7 @@ from pagelab.core.reading import Reading
 from pagelab.counters import group as _counters
 from pagelab.counters.doctor import profile
 from pagelab.counters.events import event
-from pagelab.counters.group import Counts, EventStatus, readings
+from pagelab.counters.group import Counts, EventStatus, Part, readings
 from pagelab.counters.reasons import Facts
 
 PAGE = 4096
@@ -85,13 +85,13 @@ def test_closed_group_cannot_be_read(sw_available):
 
 
 def _status(name):
-    return [EventStatus(event(name), True)]
+    return [EventStatus(event(name), (Part(0, None, 0, 0, 1, opened=True),))]
 
 
 def test_multiplexed_counts_are_scaled_and_marked():
     """A count that ran half the enabled time is doubled and marked scaled."""
-    before = Counts(1000, 1000, (100,))
-    after = Counts(3000, 2000, (600,))
+    before = Counts((100,), (1000,), (1000,))
+    after = Counts((600,), (3000,), (2000,))
     (r,) = readings(_status("cycles"), before, after, Facts(2, "disabled", (), False))
     assert (r.value, r.scaled) == (1000, True)
     assert r.to_dict()["scaled"] is True
@@ -99,18 +99,23 @@ def test_multiplexed_counts_are_scaled_and_marked():
 
 def test_unscaled_counts_stay_exact():
     """A group that was never multiplexed reports its raw delta, not scaled."""
-    (r,) = readings(_status("page-faults"), Counts(5, 5, (10,)), Counts(9, 9, (25,)), None)
+    (r,) = readings(_status("page-faults"), Counts((10,), (5,), (5,)), Counts((25,), (9,), (9,)))
     assert (r.value, r.scaled) == (15, False)
 
 
 def test_never_scheduled_group_has_no_value():
-    """A group enabled but never on the PMU gives no number and says so."""
-    (r,) = readings(_status("cycles"), Counts(0, 0, (0,)), Counts(500, 0, (0,)), None)
-    assert r.value is None and "never scheduled" in r.reason
+    """A group enabled but never on a counter gives no number and says so, naming the NMI
+    watchdog only where it runs."""
+    facts = Facts(2, "disabled", (), False, nmi_watchdog=1)
+    (r,) = readings(_status("cycles"), Counts((0,), (0,), (0,)), Counts((0,), (500,), (0,)), facts)
+    assert r.value is None and "never on a counter" in r.reason and "watchdog" in r.reason
+    facts = Facts(2, "disabled", (), False, nmi_watchdog=0)
+    (r,) = readings(_status("cycles"), Counts((0,), (0,), (0,)), Counts((0,), (500,), (0,)), facts)
+    assert "watchdog" not in r.reason
 
 
 def test_readings_refuse_unknown_sources():
-    """Every reading names one of the five sources."""
+    """Every reading names one of the known sources."""
     with pytest.raises(ValueError):
         Reading("x", 1, "guess")
 

@@ -1,6 +1,6 @@
 """The described-host matrix: `pagelab run all` and the cache chapters on the cache topologies of
 real machines (tests/hosts/hosts.txt), fed to pagelab's one cache reader through
-$PAGELAB_SYSFS_ROOT; and `run all` pinned to one CPU under a 1 GiB RLIMIT_AS.
+$PAGELAB_MACHINE; and `run all` pinned to one CPU under a 1 GiB RLIMIT_AS.
 
 Whatever the host, every experiment runs and measures, and every claim that is not a verdict on
 the timing of this machine's real silicon holds, or is not evaluated and says why."""
@@ -95,7 +95,7 @@ def trees(tmp_path_factory):
 
 
 def described_env(tree):
-    return {**os.environ, _caches.ENV: str(tree)}
+    return {**os.environ, "PAGELAB_MACHINE": str(tree)}
 
 
 @pytest.mark.slow
@@ -106,7 +106,7 @@ def test_run_all_on_a_described_host(name, trees, documents):
     doc = documents[name]
     if isinstance(doc, Exception):
         raise doc
-    assert f"described host {trees[name]}" in doc["environment"]["caches"]
+    assert f"described machine {trees[name]}" in doc["environment"]["caches"]
     check(doc, HOSTS[name])
 
 

@@ -10,7 +10,6 @@ from described import write_tree
 from helpers import CFLAGS, ROOT, fd_count, run_blocked
 from pagelab.core.reading import Reading
 from pagelab.experiments import cache, hw_or_sim
-from pagelab.machine import caches as _caches
 from pagelab.results.result import Measured
 
 SMALL = {"sets": 256}  # 2M accesses per variant: a few ms
@@ -251,8 +250,8 @@ def test_working_sets_are_one_l1d_worth(tmp_path, monkeypatch, l1d, lines, flush
     assumed where no L1D is reported), so the L1 claim holds on a 24 KiB L1d too, as the
     simulator models it; the flush before counting is that L1D and 1 KiB more, as the
     write-up's 32 KB + 1 KB."""
-    tree = write_tree(tmp_path / "sys", [f"1:d:{l1d}:64", "2:u:1024K:8:64"] if l1d else ["empty"])
-    monkeypatch.setenv(_caches.ENV, str(tree))
+    tree = write_tree(tmp_path, [f"1:d:{l1d}:64", "2:u:1024K:8:64"] if l1d else ["empty"])
+    monkeypatch.setenv("PAGELAB_MACHINE", str(tree))
     r = pagelab.run("cache", sim=True, sets=64, progress=None)
     assert r.params["lines"] == lines and r.params["flush_kb"] == flush_kb
     claim = r.claim("cache-l1-miss-rate-low")

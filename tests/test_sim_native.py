@@ -253,15 +253,30 @@ def test_cpuid_intel_hybrid_uses_the_load_only_dtlb_and_full_associativity():
 
 
 def test_cpuid_on_this_machine_answers():
-    """pl_cpuid_tlbs runs here and, where it finds a TLB, reports entries and ways."""
-    d, s = ffi.new("struct pl_cpuid_tlb *"), ffi.new("struct pl_cpuid_tlb *")
-    vendor = ffi.new("char[13]")
-    rc = lib.pl_cpuid_tlbs(4096, d, s, vendor)
-    assert rc >= 0
-    if rc & 1:
-        assert 1 <= d.ways <= d.entries
-    if rc & 2:
-        assert 1 <= s.ways <= s.entries
+    """The machine's CPUID reader runs here and, where it finds a TLB, reports entries and ways;
+    a CPU (or hypervisor) that reports none is as valid an answer."""
+    from pagelab.machine import cpuid
+
+    for page in (4096, 2 << 20):
+        for entries, ways, leaf in cpuid.tlbs(page).values():
+            assert (entries, ways, leaf) == (0, 0, 0) or 1 <= ways <= entries
+
+
+def test_a_described_cpuid_is_decoded_and_missing_leaves_read_as_zeros(tmp_path, monkeypatch):
+    """A described machine's cpuid file feeds the same decoders: AMD's leaves where the vendor
+    is AMD, Intel's leaf 0x18 where it is Intel, and a masked (absent) 0x18 means no TLB."""
+    from pagelab.machine import cpuid
+
+    (tmp_path / "sys").mkdir()
+    monkeypatch.setenv("PAGELAB_MACHINE", str(tmp_path))
+    amd = "0 0 10 68747541 444d4163 69746e65\n80000005 0 ff48ff40 ff48ff40 0 0\n"
+    (tmp_path / "cpuid").write_text(amd + "80000006 0 0 52002200 0 0\n")
+    assert cpuid.vendor() == "AuthenticAMD"
+    assert cpuid.tlbs(4096)["dtlb"] == (72, 72, 0x80000005)
+    (tmp_path / "cpuid").write_text("0 0 1f 756e6547 6c65746e 49656e69  # leaf 0x18 masked\n")
+    cpuid._described_leaves.cache_clear()
+    assert cpuid.vendor() == "GenuineIntel"
+    assert cpuid.tlbs(4096) == {"dtlb": (0, 0, 0), "stlb": (0, 0, 0)}
 
 
 def test_parser_reads_every_address_width_and_case(tmp_path):

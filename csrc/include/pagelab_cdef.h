@@ -26,28 +26,31 @@ extern const int pl_event_count;
 #define PL_ENABLE_ON_EXEC ...
 #define PL_EXCLUDE_KERNEL ...
 #define PL_USE_RDPMC ...
+#define PL_PERF_KERNEL ...
+#define PL_PERF_EMULATED ...
+#define PL_PERF_FAILED ...
 
 struct pl_group {
     int n;
-    int leader;
+    int leader[...];
     int fd[...];
     int err[...];
     int kernel_excluded[...];
     ...;
 };
 struct pl_counts {
-    uint64_t time_enabled;
-    uint64_t time_running;
     uint64_t value[...];
+    uint64_t time_enabled[...];
+    uint64_t time_running[...];
     int via_rdpmc;
 };
-int pl_group_open(struct pl_group *g, const uint32_t *types, const uint64_t *configs, int n,
-                  pid_t pid, unsigned flags);
-int pl_group_open_like(struct pl_group *g, const struct pl_group *src, pid_t pid);
+int pl_group_open(struct pl_group *g, const uint32_t *types, const uint64_t *configs,
+                  const int *groups, int n, pid_t pid, unsigned flags);
 int pl_group_enable(const struct pl_group *g);
 int pl_group_disable(const struct pl_group *g);
 int pl_group_read(const struct pl_group *g, struct pl_counts *c);
 void pl_group_close(struct pl_group *g);
+int pl_perf_backend(char *why, size_t size);
 int64_t pl_group_read_loop(const struct pl_group *g, int64_t n);
 int64_t pl_group_syscall_loop(const struct pl_group *g, int64_t n);
 
@@ -406,8 +409,7 @@ struct pl_cpuid_tlb {
     uint32_t ways;
     uint32_t leaf;
 };
-int pl_cpuid_tlbs(uint32_t page_size, struct pl_cpuid_tlb *dtlb, struct pl_cpuid_tlb *stlb,
-                  char vendor[13]);
+int pl_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t regs[4]);
 int pl_cpuid_decode_amd(uint32_t page_size, const uint32_t regs5[4], const uint32_t regs6[4],
                         struct pl_cpuid_tlb *dtlb, struct pl_cpuid_tlb *stlb);
 int pl_cpuid_decode_intel(uint32_t page_size, const uint32_t *regs, int n,

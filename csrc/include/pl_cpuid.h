@@ -2,9 +2,9 @@
  *   AMD:   leaf 0x80000005 (L1 DTLB: EBX for 4 KiB pages, EAX for 2 MiB) and 0x80000006
  *          (L2 DTLB: EBX for 4 KiB, EAX for 2 MiB; associativity as a 4-bit code).
  *   Intel: leaf 0x18, deterministic address translation parameters (one subleaf per TLB).
- * Other CPUs (and x86 CPUs without these leaves) report nothing; the caller falls back to the
- * PL_SIM_DEFAULT_* values of pl_sim.h. The decoders take register values so that they can be
- * tested with the encodings of CPUs we do not have. */
+ * Other CPUs (and x86 CPUs without these leaves, or whose hypervisor zeroes them) report
+ * nothing; the caller falls back to the PL_SIM_DEFAULT_* values of pl_sim.h. The decoders take
+ * register values, from this CPU or a described one. */
 #ifndef PL_CPUID_H
 #define PL_CPUID_H
 
@@ -16,11 +16,10 @@ struct pl_cpuid_tlb {
     uint32_t leaf;    /* the CPUID leaf it came from */
 };
 
-/* The running CPU's L1 data TLB and second-level TLB for pages of page_size bytes (4096 or
- * 2 MiB). Returns a bitmask of what was found (1: dtlb, 2: stlb); -EINVAL for another page size,
- * 0 on CPUs that report neither. vendor gets the 12-character CPUID vendor string (or ""). */
-int pl_cpuid_tlbs(uint32_t page_size, struct pl_cpuid_tlb *dtlb, struct pl_cpuid_tlb *stlb,
-                  char vendor[13]);
+/* One CPUID leaf and subleaf of the running CPU into EAX, EBX, ECX, EDX; a leaf past the CPU's
+ * highest reads as zeros. 0, or -ENOSYS where there is no CPUID (not x86). pagelab reads CPUID
+ * through pagelab.machine.cpuid only, which can read a described machine's leaves instead. */
+int pl_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t regs[4]);
 
 /* AMD: regs5 and regs6 are EAX, EBX, ECX, EDX of leaves 0x80000005 and 0x80000006. */
 int pl_cpuid_decode_amd(uint32_t page_size, const uint32_t regs5[4], const uint32_t regs6[4],

@@ -1,13 +1,12 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pl_counters.h"
+#include "pl_perf_sys.h"
 
 #define READ_FORMAT                                                                                \
     (PERF_FORMAT_GROUP | PERF_FORMAT_ID | PERF_FORMAT_TOTAL_TIME_ENABLED |                         \
@@ -27,24 +26,34 @@ static int open_one(uint32_t type, uint64_t config, pid_t pid, int group_fd, uns
     a.enable_on_exec = group_fd == -1 && (flags & PL_ENABLE_ON_EXEC);
     a.exclude_kernel = exclude_kernel;
     a.exclude_hv = exclude_kernel;
-    int fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+    return pl_perf_sys()->open(&a, pid, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
 }
 
-int pl_group_open(struct pl_group *g, const uint32_t *types, const uint64_t *configs, int n,
-                  pid_t pid, unsigned flags)
+/* The opened event leading the perf group that event i joins, or -1 if none is open yet. */
+static int leader_for(const struct pl_group *g, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (g->fd[j] >= 0 && g->group[j] == g->group[i])
+            return g->leader[j];
+    return -1;
+}
+
+int pl_group_open(struct pl_group *g, const uint32_t *types, const uint64_t *configs,
+                  const int *groups, int n, pid_t pid, unsigned flags)
 {
     if (n < 1 || n > PL_MAX_EVENTS || pid < 0)
         return -EINVAL;
+    const struct pl_perf_sys *sys = pl_perf_sys();
     memset(g, 0, sizeof *g);
     g->n = n;
     g->flags = flags;
-    g->leader = -1;
     memcpy(g->type, types, (size_t)n * sizeof *types);
     memcpy(g->config, configs, (size_t)n * sizeof *configs);
+    memcpy(g->group, groups, (size_t)n * sizeof *groups);
     int opened = 0;
     for (int i = 0; i < n; i++) {
-        int group_fd = g->leader < 0 ? -1 : g->fd[g->leader];
+        int lead = leader_for(g, i);
+        int group_fd = lead < 0 ? -1 : g->fd[lead];
         int excl = !!(flags & PL_EXCLUDE_KERNEL);
         int fd = open_one(types[i], configs[i], pid, group_fd, flags, excl);
         /* perf_event_paranoid >= 2 without CAP_PERFMON: only user-space counting is allowed. */
@@ -57,42 +66,40 @@ int pl_group_open(struct pl_group *g, const uint32_t *types, const uint64_t *con
         }
         g->fd[i] = fd < 0 ? -1 : fd;
         g->err[i] = fd < 0 ? -fd : 0;
-        g->page[i] = NULL;
+        g->leader[i] = -1;
         if (fd < 0)
             continue;
-        if (ioctl(fd, PERF_EVENT_IOC_ID, &g->id[i]) < 0) {
-            g->err[i] = errno;
-            close(fd);
+        int rc = sys->ioctl(fd, PERF_EVENT_IOC_ID, (unsigned long)&g->id[i]);
+        if (rc < 0) {
+            g->err[i] = -rc;
+            sys->close(fd);
             g->fd[i] = -1;
             continue;
         }
-        if (flags & PL_USE_RDPMC) {
-            void *p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
-            g->page[i] = p == MAP_FAILED ? NULL : p;
-        }
-        if (g->leader < 0)
-            g->leader = i;
+        if (flags & PL_USE_RDPMC)
+            g->page[i] = sys->mmap(fd, (size_t)sysconf(_SC_PAGESIZE), PROT_READ);
+        g->leader[i] = lead < 0 ? i : lead;
         opened++;
     }
     return opened;
 }
 
-int pl_group_open_like(struct pl_group *g, const struct pl_group *src, pid_t pid)
+static int is_leader(const struct pl_group *g, int i)
 {
-    /* copies first: g and src may be the same storage only by mistake, never by design */
-    uint32_t types[PL_MAX_EVENTS];
-    uint64_t configs[PL_MAX_EVENTS];
-    int n = src->n;
-    memcpy(types, src->type, sizeof types);
-    memcpy(configs, src->config, sizeof configs);
-    return pl_group_open(g, types, configs, n, pid, src->flags & ~PL_ENABLE_ON_EXEC);
+    return g->fd[i] >= 0 && g->leader[i] == i;
 }
 
 static int group_ioctl(const struct pl_group *g, unsigned long request)
 {
-    if (g->leader < 0)
-        return 0;
-    return ioctl(g->fd[g->leader], request, PERF_IOC_FLAG_GROUP) < 0 ? -errno : 0;
+    const struct pl_perf_sys *sys = pl_perf_sys();
+    for (int i = 0; i < g->n; i++) {
+        if (!is_leader(g, i))
+            continue;
+        int rc = sys->ioctl(g->fd[i], request, PERF_IOC_FLAG_GROUP);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
 }
 
 int pl_group_enable(const struct pl_group *g)
@@ -163,78 +170,91 @@ static int read_page(const struct perf_event_mmap_page *pc, uint64_t *value, uin
     return 0;
 }
 
-static int read_rdpmc(const struct pl_group *g, struct pl_counts *c)
+/* The events of the group led by lead, from user space; -1 if any of them is not on a counter
+ * right now (a software event never is), and then the caller reads the group with read(2). */
+static int read_rdpmc(const struct pl_group *g, int lead, struct pl_counts *c)
 {
     for (int i = 0; i < g->n; i++) {
-        if (g->fd[i] < 0)
+        if (g->fd[i] < 0 || g->leader[i] != lead)
             continue;
-        if (!g->page[i])
+        if (!g->page[i] ||
+            read_page(g->page[i], &c->value[i], &c->time_enabled[i], &c->time_running[i]))
             return -1;
-        uint64_t en, run;
-        if (read_page(g->page[i], &c->value[i], &en, &run))
-            return -1;
-        if (i == g->leader) {
-            c->time_enabled = en;
-            c->time_running = run;
-        }
     }
-    c->via_rdpmc = 1;
     return 0;
 }
 #else
-static int read_rdpmc(const struct pl_group *g, struct pl_counts *c)
+static int read_rdpmc(const struct pl_group *g, int lead, struct pl_counts *c)
 {
     (void)g;
+    (void)lead;
     (void)c;
     return -1;
 }
 #endif
 
-int pl_group_read(const struct pl_group *g, struct pl_counts *c)
+/* nr, time_enabled, time_running, then {value, id} per event of the group */
+#define GROUP_WORDS (3 + 2 * PL_MAX_EVENTS)
+
+static int read_group(const struct pl_group *g, int lead, struct pl_counts *c)
 {
-    memset(c, 0, sizeof *c);
-    if (g->leader < 0)
-        return 0;
-    if (read_rdpmc(g, c) == 0)
-        return 0;
-    memset(c, 0, sizeof *c);
-    /* nr, time_enabled, time_running, then {value, id} per opened event */
-    uint64_t buf[3 + 2 * PL_MAX_EVENTS];
-    ssize_t got = read(g->fd[g->leader], buf, sizeof buf);
+    uint64_t buf[GROUP_WORDS];
+    ssize_t got = pl_perf_sys()->read(g->fd[lead], buf, sizeof buf);
     if (got < 0)
-        return -errno;
+        return (int)got;
     if (got < (ssize_t)(3 * sizeof(uint64_t)))
         return -EIO;
     uint64_t nr = buf[0];
     if (nr > PL_MAX_EVENTS || (size_t)got < (3 + 2 * nr) * sizeof(uint64_t))
         return -EIO;
-    c->time_enabled = buf[1];
-    c->time_running = buf[2];
-    for (uint64_t k = 0; k < nr; k++)
-        for (int i = 0; i < g->n; i++)
-            if (g->fd[i] >= 0 && g->id[i] == buf[4 + 2 * k])
+    for (int i = 0; i < g->n; i++) {
+        if (g->fd[i] < 0 || g->leader[i] != lead)
+            continue;
+        c->time_enabled[i] = buf[1];
+        c->time_running[i] = buf[2];
+        for (uint64_t k = 0; k < nr; k++)
+            if (g->id[i] == buf[4 + 2 * k])
                 c->value[i] = buf[3 + 2 * k];
+    }
+    return 0;
+}
+
+int pl_group_read(const struct pl_group *g, struct pl_counts *c)
+{
+    memset(c, 0, sizeof *c);
+    int syscalls = 0, groups = 0;
+    for (int i = 0; i < g->n; i++) {
+        if (!is_leader(g, i))
+            continue;
+        groups++;
+        if (read_rdpmc(g, i, c) == 0)
+            continue;
+        syscalls++;
+        int rc = read_group(g, i, c);
+        if (rc)
+            return rc;
+    }
+    c->via_rdpmc = groups > 0 && syscalls == 0;
     return 0;
 }
 
 void pl_group_close(struct pl_group *g)
 {
+    const struct pl_perf_sys *sys = pl_perf_sys();
     long page = sysconf(_SC_PAGESIZE);
-    /* members first, the leader last, so the group is torn down in one piece */
-    for (int i = g->n - 1; i >= 0; i--) {
-        if (g->page[i])
-            munmap(g->page[i], (size_t)page);
-        g->page[i] = NULL;
-        if (g->fd[i] >= 0 && i != g->leader)
-            close(g->fd[i]);
-        if (i != g->leader)
+    /* members before their leaders, so each group is torn down in one piece */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = g->n - 1; i >= 0; i--) {
+            if (g->fd[i] < 0 || is_leader(g, i) != pass)
+                continue;
+            if (g->page[i])
+                sys->munmap(g->page[i], (size_t)page);
+            g->page[i] = NULL;
+            sys->close(g->fd[i]);
             g->fd[i] = -1;
+            g->leader[i] = -1;
+        }
     }
-    if (g->leader >= 0) {
-        close(g->fd[g->leader]);
-        g->fd[g->leader] = -1;
-    }
-    g->leader = -1;
 }
 
 int64_t pl_group_read_loop(const struct pl_group *g, int64_t n)
@@ -253,13 +273,17 @@ int64_t pl_group_read_loop(const struct pl_group *g, int64_t n)
 
 int64_t pl_group_syscall_loop(const struct pl_group *g, int64_t n)
 {
-    uint64_t buf[3 + 2 * PL_MAX_EVENTS];
-    struct timespec t0, t1;
-    if (g->leader < 0)
+    uint64_t buf[GROUP_WORDS];
+    int lead = -1;
+    for (int i = 0; i < g->n && lead < 0; i++)
+        if (is_leader(g, i))
+            lead = i;
+    if (lead < 0)
         return -EBADF;
+    struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int64_t i = 0; i < n; i++)
-        if (read(g->fd[g->leader], buf, sizeof buf) < 0)
+        if (read(g->fd[lead], buf, sizeof buf) < 0)
             return -errno;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     return (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);

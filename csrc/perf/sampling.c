@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "pl_perf_sys.h"
 #include "pl_sampling.h"
 
 /* The body of a PERF_RECORD_SAMPLE with IP|TID|ADDR, in the order the kernel writes it. */
@@ -41,8 +41,7 @@ static int open_event(int exclude_kernel, size_t data_size)
     /* nobody polls: wake up only when the ring is full, to keep the per-fault cost down */
     a.watermark = 1;
     a.wakeup_watermark = (uint32_t)data_size;
-    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+    return pl_perf_sys()->open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 int pl_sampler_open(struct pl_sampler *s, size_t ring_bytes)
@@ -71,10 +70,10 @@ int pl_sampler_open(struct pl_sampler *s, size_t ring_bytes)
         return fd;
     }
     /* writable, so the kernel honours data_tail and never overwrites unread records */
-    void *ring = mmap(NULL, (size_t)s->page_size + data, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (ring == MAP_FAILED) {
+    void *ring = pl_perf_sys()->mmap(fd, (size_t)s->page_size + data, PROT_READ | PROT_WRITE);
+    if (!ring) {
         int err = -errno;
-        close(fd);
+        pl_perf_sys()->close(fd);
         s->failed = "mmap";
         return err;
     }
@@ -89,12 +88,12 @@ int pl_sampler_open(struct pl_sampler *s, size_t ring_bytes)
 
 int pl_sampler_enable(struct pl_sampler *s)
 {
-    return ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0) < 0 ? -errno : 0;
+    return pl_perf_sys()->ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0);
 }
 
 int pl_sampler_disable(struct pl_sampler *s)
 {
-    return ioctl(s->fd, PERF_EVENT_IOC_DISABLE, 0) < 0 ? -errno : 0;
+    return pl_perf_sys()->ioctl(s->fd, PERF_EVENT_IOC_DISABLE, 0);
 }
 
 static void add_site(struct pl_fault_profile *p, uint64_t ip, uint64_t n)
@@ -195,9 +194,9 @@ int pl_sampler_finish(struct pl_sampler *s, struct pl_fault_profile *p)
 void pl_sampler_close(struct pl_sampler *s)
 {
     if (s->ring)
-        munmap(s->ring, (size_t)s->page_size + s->data_size);
+        pl_perf_sys()->munmap(s->ring, (size_t)s->page_size + s->data_size);
     if (s->fd >= 0)
-        close(s->fd);
+        pl_perf_sys()->close(s->fd);
     s->ring = NULL;
     s->fd = -1;
 }

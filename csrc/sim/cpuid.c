@@ -91,56 +91,25 @@ int pl_cpuid_decode_intel(uint32_t page_size, const uint32_t *regs, int n,
 
 #if defined(__x86_64__) || defined(__i386__)
 
-/* Leaf 0x18 subleaves read at most (more than any CPU has TLB kinds). */
-#define INTEL_MAX_SUBLEAVES 16
-
-int pl_cpuid_tlbs(uint32_t page_size, struct pl_cpuid_tlb *dtlb, struct pl_cpuid_tlb *stlb,
-                  char vendor[13])
+int pl_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t regs[4])
 {
-    uint32_t a, b, c, d;
-    memset(dtlb, 0, sizeof *dtlb);
-    memset(stlb, 0, sizeof *stlb);
-    vendor[0] = 0;
-    if (page_size != PL_SIM_PAGE_4K && page_size != PL_SIM_PAGE_2M)
-        return -EINVAL;
-    if (!__get_cpuid(0, &a, &b, &c, &d))
+    memset(regs, 0, 4 * sizeof *regs);
+    /* a leaf past the highest of its range reads as zeros, as a described machine's missing
+     * one does (Intel CPUs would answer with the highest basic leaf's data instead) */
+    if (leaf > __get_cpuid_max(leaf & 0x80000000u, NULL))
         return 0;
-    uint32_t max_basic = a;
-    memcpy(vendor, &b, 4);
-    memcpy(vendor + 4, &d, 4);
-    memcpy(vendor + 8, &c, 4);
-    vendor[12] = 0;
-    uint32_t max_ext = __get_cpuid_max(0x80000000u, NULL);
-    if (!strcmp(vendor, "AuthenticAMD") || !strcmp(vendor, "HygonGenuine")) {
-        uint32_t r5[4] = {0, 0, 0, 0}, r6[4] = {0, 0, 0, 0};
-        if (max_ext >= AMD_L1_LEAF)
-            __cpuid(AMD_L1_LEAF, r5[0], r5[1], r5[2], r5[3]);
-        if (max_ext >= AMD_L2_LEAF)
-            __cpuid(AMD_L2_LEAF, r6[0], r6[1], r6[2], r6[3]);
-        return pl_cpuid_decode_amd(page_size, r5, r6, dtlb, stlb);
-    }
-    if (max_basic < INTEL_TLB_LEAF)
-        return 0;
-    uint32_t regs[4 * INTEL_MAX_SUBLEAVES];
-    __cpuid_count(INTEL_TLB_LEAF, 0, regs[0], regs[1], regs[2], regs[3]);
-    int n = (int)regs[0] + 1; /* subleaf 0 EAX: the highest subleaf */
-    if (n > INTEL_MAX_SUBLEAVES)
-        n = INTEL_MAX_SUBLEAVES;
-    for (int i = 1; i < n; i++)
-        __cpuid_count(INTEL_TLB_LEAF, i, regs[4 * i], regs[4 * i + 1], regs[4 * i + 2],
-                      regs[4 * i + 3]);
-    return pl_cpuid_decode_intel(page_size, regs, n, dtlb, stlb);
+    __cpuid_count(leaf, subleaf, regs[0], regs[1], regs[2], regs[3]);
+    return 0;
 }
 
 #else
 
-int pl_cpuid_tlbs(uint32_t page_size, struct pl_cpuid_tlb *dtlb, struct pl_cpuid_tlb *stlb,
-                  char vendor[13])
+int pl_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t regs[4])
 {
-    memset(dtlb, 0, sizeof *dtlb);
-    memset(stlb, 0, sizeof *stlb);
-    vendor[0] = 0;
-    return page_size == PL_SIM_PAGE_4K || page_size == PL_SIM_PAGE_2M ? 0 : -EINVAL;
+    (void)leaf;
+    (void)subleaf;
+    memset(regs, 0, 4 * sizeof *regs);
+    return -ENOSYS;
 }
 
 #endif

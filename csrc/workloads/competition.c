@@ -394,7 +394,7 @@ static int private_group(struct pl_ctx *c, struct pl_group *g, const struct pl_g
     *out = NULL;
     if (!src)
         return 0;
-    int rc = pl_group_open(g, src->type, src->config, src->n, 0,
+    int rc = pl_group_open(g, src->type, src->config, src->group, src->n, 0,
                            src->flags & ~(PL_INHERIT | PL_ENABLE_ON_EXEC));
     if (rc < 0)
         return pl_out_fail(c->out, rc, "opening the victim's own counters failed");

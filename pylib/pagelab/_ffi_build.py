@@ -56,5 +56,5 @@ ffibuilder.set_source(
     define_macros=[("_GNU_SOURCE", None)],
     extra_compile_args=[*CFLAGS, *shlex.split(os.environ.get("PAGELAB_CFLAGS", ""))],
     extra_link_args=LDFLAGS,
-    libraries=["pthread", "m"],
+    libraries=["pthread", "m", "dl"],
 )

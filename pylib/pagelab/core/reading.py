@@ -1,4 +1,5 @@
-"""A reading: one number and where it came from (hw, sw, rusage, sim or clock).
+"""A reading: one number and where it came from (hw, sw, rusage, sim, clock; or emulated, the
+tests' emulated PMU, which never passes for hw).
 
 Every layer makes them (counters, rusage, the simulator, the workloads' values) and every result
 carries them, so the type lives here, on its own, below all of them.
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 from .errors import BadInput
 
-SOURCES = ("hw", "sw", "rusage", "sim", "clock")
+SOURCES = ("hw", "sw", "rusage", "sim", "clock", "emulated")
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Reading:
     kernel_excluded: bool = False  # opened with exclude_kernel=1: user-space events only
     reason: str | None = None  # why value is None
     fallback: "Reading | None" = None  # a labelled stand-in from another source
+    parts: dict | None = None  # {core PMU: its share of value} where each core type counts apart
 
     def __post_init__(self):
         if self.source not in SOURCES:
@@ -43,6 +45,8 @@ class Reading:
         if self.fallback:
             d["fallback"] = self.fallback.to_dict()
             d["fallback_name"] = self.fallback.name
+        if self.parts:
+            d["parts"] = dict(self.parts)
         return d
 
     @classmethod
@@ -57,6 +61,7 @@ class Reading:
             d.get("kernel_excluded", False),
             d.get("reason"),
             cls.from_dict(d.get("fallback_name", "fallback"), fb) if fb else None,
+            d.get("parts"),
         )
 
     @property
@@ -78,4 +83,6 @@ class Reading:
         notes = (
             [self.source] + ["scaled"] * self.scaled + ["user-space only"] * self.kernel_excluded
         )
+        if self.parts:
+            notes.append(" + ".join(f"{pmu} {v:.3g}" for pmu, v in self.parts.items()))
         return f"{self.name}: {value} ({', '.join(notes)})"

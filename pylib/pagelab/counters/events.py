@@ -28,6 +28,24 @@ DEFAULT_EVENTS = (
 )
 
 
+def _backend():
+    """Who answers perf_event_open: (PL_PERF_*, the reason it failed to load, or "")."""
+    why = ffi.new("char[]", 256)
+    return lib.pl_perf_backend(why, 256), ffi.string(why).decode()
+
+
+BACKEND, _BACKEND_WHY = _backend()
+# The tests' emulated PMU (csrc/perf/pl_perf_sys.h) counts by a synthetic rule: never "hw".
+HW_SOURCE = "emulated" if BACKEND == lib.PL_PERF_EMULATED else "hw"
+
+
+def check_backend():
+    """BadInput when $PAGELAB_EMULATED_PMU was asked for but could not be used: counting on the
+    real PMU instead would pass the machine's readings off as the emulated machine's."""
+    if BACKEND == lib.PL_PERF_FAILED:
+        raise BadInput(_BACKEND_WHY)
+
+
 @dataclass(frozen=True)
 class Event:
     """One perf event: its name, perf_event_attr type and config, and the source it reports."""
@@ -39,8 +57,9 @@ class Event:
 
     @property
     def source(self):
-        """'sw' for kernel software events, 'hw' for everything the PMU counts."""
-        return "sw" if self.type == lib.PERF_TYPE_SOFTWARE else "hw"
+        """'sw' for kernel software events, 'hw' for everything the PMU counts ('emulated' under
+        the tests' emulated PMU)."""
+        return "sw" if self.type == lib.PERF_TYPE_SOFTWARE else HW_SOURCE
 
 
 def _table():

@@ -3,41 +3,128 @@
 import errno as E
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .._native import ffi, lib
 from ..core.errors import BadInput
 from ..core.reading import Reading
+from ..machine import pmus as _pmus
 from . import events as _events
 from . import rusage as _rusage
 from .reasons import Facts, explain
 
 PID_MAX = (1 << 31) - 1  # pid_t is a signed 32-bit int
+MAX_EVENTS = lib.PL_MAX_EVENTS
 
 
 @dataclass(frozen=True)
 class Counts:
-    """A raw snapshot of a group: counts by event index and the group's enabled/running times."""
+    """A raw snapshot: per opened perf event (a Part), its count and its group's enabled and
+    running times (ns), by slot."""
 
-    time_enabled: int
-    time_running: int
     values: tuple
+    enabled: tuple
+    running: tuple
     via_rdpmc: bool = False
+
+    @classmethod
+    def of(cls, c, n):
+        """The first n slots of a ``struct pl_counts``."""
+        return cls(
+            tuple(c.value[0:n]),
+            tuple(c.time_enabled[0:n]),
+            tuple(c.time_running[0:n]),
+            bool(c.via_rdpmc),
+        )
+
+
+@dataclass(frozen=True)
+class Part:
+    """One perf event opened for a requested event: the event itself, or on a machine with one
+    core PMU per core type, its copy for one of them (``pmu``), told apart by the PMU's type in
+    the upper 32 bits of config, as perf does (docs/counters.md)."""
+
+    slot: int  # index in the C group's arrays
+    pmu: str | None  # core PMU name; None for software events and machines without a PMU
+    type: int
+    config: int
+    group: int  # perf group number: software events share one, each hardware part has its own
+    opened: bool = False
+    errno: int = 0
+    kernel_excluded: bool = False
 
 
 @dataclass(frozen=True)
 class EventStatus:
     event: _events.Event
-    opened: bool
-    errno: int = 0
-    kernel_excluded: bool = False
+    parts: tuple  # (Part, ...)
+    cpu_type: str | None = None  # counted on this core type only
+
+    @property
+    def opened(self):
+        return any(p.opened for p in self.parts)
+
+    @property
+    def errno(self):
+        """The errno of the first part that failed, 0 if all opened."""
+        return next((p.errno for p in self.parts if not p.opened), 0)
+
+    @property
+    def kernel_excluded(self):
+        return any(p.kernel_excluded for p in self.parts if p.opened)
+
+
+HW_TYPES = (lib.PERF_TYPE_HARDWARE, lib.PERF_TYPE_HW_CACHE)
+PMU_TYPE_SHIFT = 32  # perf_event.h: PERF_PMU_TYPE_SHIFT, the extended hardware event type
+
+
+def plan(events, core_pmus, cpu_type=None):
+    """The perf events to open for ``events``: [[Part, ...] per event].
+
+    Software events share one group. A generic hardware event is one part per core PMU on a
+    machine with several (its config carrying the PMU's type, so each counts on its own cores,
+    and pagelab adds them up), else one part; every hardware part leads a group of its own, so
+    that more events than counters multiplex, as perf stat does, instead of never counting.
+    ``cpu_type`` keeps only that core PMU's parts.
+    """
+    if cpu_type is not None:
+        names = [p.name for p in core_pmus]
+        if cpu_type not in names:
+            there = ", ".join(names) or "none (no hardware PMU here)"
+            raise BadInput(f"no core type {cpu_type!r} on this machine; its core PMUs: {there}")
+        core_pmus = [p for p in core_pmus if p.name == cpu_type]
+    hybrid = len(core_pmus) > 1 or (cpu_type is not None and len(core_pmus) == 1)
+    by_type = {p.type: p.name for p in core_pmus}
+    out, slot, group = [], 0, 1
+    for ev in events:
+        if ev.type == lib.PERF_TYPE_SOFTWARE:
+            specs = [(None, ev.type, ev.config, 0)]
+        elif ev.type in HW_TYPES and hybrid:
+            specs = [
+                (p.name, ev.type, ev.config | p.type << PMU_TYPE_SHIFT, None) for p in core_pmus
+            ]
+        elif ev.type in HW_TYPES:
+            specs = [(core_pmus[0].name if core_pmus else None, ev.type, ev.config, None)]
+        else:  # raw codes and TYPE:CONFIG go to the PMU of that type
+            specs = [(by_type.get(ev.type), ev.type, ev.config, None)]
+        parts = []
+        for pmu, kind, config, g in specs:
+            if g is None:
+                g, group = group, group + 1
+            parts.append(Part(slot, pmu, kind, config, g))
+            slot += 1
+        out.append(parts)
+    return out
 
 
 class CounterGroup:
-    """A perf_event_open group on this thread (pid 0), a child or another process.
+    """Counters for a set of events on this thread (pid 0), a child or another process.
 
     Events that cannot open are kept with their errno; the rest still count. Use as a context
-    manager, or call close(). Reading costs one read(2) (or none with rdpmc, where allowed).
+    manager, or call close(). Reading costs one read(2) per perf group (or none with rdpmc,
+    where allowed). On a machine with one core PMU per core type (Intel hybrid, arm64
+    big.LITTLE) each hardware event counts on every core type and its reading is their sum;
+    ``cpu_type`` counts on that core type only (pin the thread there too: pagelab.pin).
     """
 
     def __init__(
@@ -49,12 +136,20 @@ class CounterGroup:
         enable_on_exec=False,
         rdpmc=False,
         exclude_kernel=False,
+        cpu_type=None,
     ):
         if not isinstance(pid, int) or isinstance(pid, bool) or not 0 <= pid <= PID_MAX:
             raise BadInput(f"pid must be 0 (this thread) or a positive process id, not {pid!r}")
+        _events.check_backend()
         self.events = _events.events(events)
         self.pid = pid
-        n = len(self.events)
+        planned = plan(self.events, _pmus.core(), cpu_type)
+        flat = [p for parts in planned for p in parts]
+        if len(flat) > MAX_EVENTS:
+            raise BadInput(
+                f"{len(self.events)} events need {len(flat)} perf events on this machine's "
+                f"core PMUs; at most {MAX_EVENTS} fit: ask for fewer"
+            )
         self._group = ffi.new("struct pl_group *")
         flags = (
             (lib.PL_INHERIT if inherit else 0)
@@ -64,9 +159,10 @@ class CounterGroup:
         )
         rc = lib.pl_group_open(
             self._group,
-            [e.type for e in self.events],
-            [e.config for e in self.events],
-            n,
+            [p.type for p in flat],
+            [p.config for p in flat],
+            [p.group for p in flat],
+            len(flat),
             pid,
             flags,
         )
@@ -74,10 +170,23 @@ class CounterGroup:
             raise OSError(-rc, os.strerror(-rc))
         g = self._group
         self.status = [
-            EventStatus(e, g.fd[i] >= 0, g.err[i], bool(g.kernel_excluded[i]))
-            for i, e in enumerate(self.events)
+            EventStatus(
+                ev,
+                tuple(
+                    replace(
+                        p,
+                        opened=g.fd[p.slot] >= 0,
+                        errno=g.err[p.slot],
+                        kernel_excluded=bool(g.kernel_excluded[p.slot]),
+                    )
+                    for p in parts
+                ),
+                cpu_type,
+            )
+            for ev, parts in zip(self.events, planned)
         ]
-        if rc == 0 and all(s.errno == E.ESRCH for s in self.status):
+        self.slots = len(flat)
+        if rc == 0 and all(p.errno == E.ESRCH for s in self.status for p in s.parts):
             raise ProcessLookupError(f"no process with pid {pid}")
         self._closed = False
 
@@ -95,12 +204,7 @@ class CounterGroup:
     def read(self):
         c = ffi.new("struct pl_counts *")
         self._check(lib.pl_group_read(self._group, c))
-        return Counts(
-            c.time_enabled,
-            c.time_running,
-            tuple(c.value[i] for i in range(len(self.events))),
-            bool(c.via_rdpmc),
-        )
+        return Counts.of(c, self.slots)
 
     def readings(self, before, after, facts=None):
         """Readings for the span between two snapshots; unopened events say why."""
@@ -128,34 +232,72 @@ class CounterGroup:
             self.close()
 
 
+@dataclass(frozen=True)
+class Total:
+    """One event's count over a span, from its parts: what combine() found."""
+
+    value: int | None  # None: it never counted (see why)
+    scaled: bool = False  # multiplexed: extrapolated from the time its parts were on counters
+    parts: dict | None = None  # {core PMU: its share}, on machines with several core PMUs
+    why: str | None = None
+
+
+def combine(status, before, after, facts=None):
+    """The total of one event's opened parts between two snapshots (before None: from zero).
+
+    The rule (docs/counters.md): each part counts only while the thread runs on its core type
+    and its event is on a counter; every part is enabled the whole span. Without multiplexing
+    the parts' running times add up to the span, and the total is the plain sum. When they add
+    up to less, the events were multiplexed, and every part is scaled by span / sum of running,
+    so a core type is never extrapolated to the time the thread spent on another.
+    """
+    opened = [p for p in status.parts if p.opened]
+    raw, enabled, running = {}, [], 0
+    for p in opened:
+        i = p.slot
+        b = (before.values[i], before.enabled[i], before.running[i]) if before else (0, 0, 0)
+        raw[p.pmu] = after.values[i] - b[0]
+        enabled.append(after.enabled[i] - b[1])
+        running += after.running[i] - b[2]
+    span = min(enabled, default=0)
+    if running == 0 and span > 0:
+        return Total(None, why=_never_counted(status, facts))
+    scale = span / running if 0 < running < span else 1
+    parts = {k: round(v * scale) for k, v in raw.items()} if len(status.parts) > 1 else None
+    return Total(round(sum(raw.values()) * scale), scale != 1, parts)
+
+
+def _never_counted(status, facts):
+    if status.cpu_type:
+        return f"counted nothing: the thread never ran on a {status.cpu_type} core"
+    facts = facts or Facts.read()
+    watchdog = " (the NMI watchdog holds one)" if facts.nmi_watchdog else ""
+    return f"never on a counter: other events held every counter{watchdog}"
+
+
 def readings(status, before, after, facts=None):
-    """Turn two snapshots of a group (raw Counts, or None if nothing opened) into Readings."""
+    """Turn two snapshots (raw Counts, or None if nothing opened) into Readings."""
     out = []
-    enabled = after.time_enabled - before.time_enabled if after else 0
-    running = after.time_running - before.time_running if after else 0
-    for i, s in enumerate(status):
+    for s in status:
         ev = s.event
         if not s.opened:
             facts = facts or Facts.read()  # only a failure needs explaining
             reason = explain(s.errno, ev.source, facts)
             out.append(Reading(ev.name, None, ev.source, ev.unit, reason=str(reason)))
             continue
-        raw = after.values[i] - before.values[i]
-        if running == 0 and enabled > 0:
-            out.append(
-                Reading(
-                    ev.name,
-                    None,
-                    ev.source,
-                    ev.unit,
-                    kernel_excluded=s.kernel_excluded,
-                    reason="never scheduled on the PMU (other groups held it)",
-                )
+        t = combine(s, before, after, facts)
+        out.append(
+            Reading(
+                ev.name,
+                t.value,
+                ev.source,
+                ev.unit,
+                t.scaled,
+                s.kernel_excluded,
+                reason=t.why,
+                parts=t.parts,
             )
-            continue
-        scaled = 0 < running < enabled
-        value = round(raw * enabled / running) if scaled else raw
-        out.append(Reading(ev.name, value, ev.source, ev.unit, scaled, s.kernel_excluded))
+        )
     return out
 
 

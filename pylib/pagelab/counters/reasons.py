@@ -25,6 +25,7 @@ class Facts:
     seccomp: str | None
     capabilities: tuple
     hypervisor: bool | None
+    nmi_watchdog: int | None = None
 
     @classmethod
     def read(cls, root="/"):
@@ -33,6 +34,7 @@ class Facts:
             env.seccomp_mode(root),
             tuple(env.capabilities(root) or ()),
             env.hypervisor(root),
+            env.nmi_watchdog(root),
         )
 
 

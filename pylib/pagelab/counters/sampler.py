@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..core.errors import BadInput
 from . import events as _events
 from . import rusage as _rusage
-from .group import CounterGroup
+from .group import CounterGroup, combine
 from .reasons import Facts, explain
 
 # What a live widget shows without `events=`: what faulting and scheduling look like, in events
@@ -99,11 +99,8 @@ class Probe:
         return out
 
     def _scaled(self, counts, i):
-        value = counts.values[i]
-        enabled, running = counts.time_enabled, counts.time_running
-        if 0 < running < enabled:
-            return value * enabled / running
-        return math.nan if running == 0 and enabled > 0 else float(value)
+        total = combine(self._group.status[i], None, counts)
+        return math.nan if total.value is None else float(total.value)
 
     def read(self):
         """Each series' total since the probe opened; NaN where it cannot be read."""

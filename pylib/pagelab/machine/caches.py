@@ -5,22 +5,19 @@ describes any: some containers and arm64 VMs describe none, some only part of th
 machine does not report is normal, not an error: the readers return what there is, and
 ``missing()`` says what is not.
 
-``$PAGELAB_SYSFS_ROOT`` points every reader at a described tree instead of /sys (a directory
-holding ``devices/system/cpu/cpu0/cache/index0/{level,type,size,...}``). The tests run the
-experiments and chapters on described hosts through it, and an instructor can reproduce a
-student's report from a copy of that student's cache directory. A described tree is read
-strictly: a missing or malformed one is one clear error (BadInput), never a guess.
+On a described machine (``$PAGELAB_MACHINE``, pagelab.machine.described) the tree is its
+``sys/``. The tests run the experiments and chapters on described machines through it, and an
+instructor can reproduce a student's report from a copy of that student's cache directory. A
+described tree is read strictly: a malformed one is one clear error (BadInput), never a guess.
 """
 
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..core.errors import BadInput
 from ..core.numbers import format_size, parse_size
+from . import described as _described
 
-ENV = "PAGELAB_SYSFS_ROOT"
 CPUS = "devices/system/cpu"
 # sysfs file -> field; "size" is "32K" and friends, the rest whole numbers
 FIELDS = {
@@ -74,22 +71,14 @@ class Cache:
 
 
 def sysfs(root="/"):
-    """The sysfs tree to read: $PAGELAB_SYSFS_ROOT when set (for the real root), else root/sys."""
-    described = os.environ.get(ENV)
-    if described and str(root) == "/":
-        path = Path(described)
-        if not (path / CPUS).is_dir():
-            raise BadInput(
-                f"{ENV}={described}: no {CPUS} directory there; point it at a copy of /sys "
-                f"(at least {CPUS}/cpu0/cache/index*/)"
-            )
-        return path
-    return Path(root) / "sys"
+    """The sysfs tree to read: the machine's (described or real) sys/."""
+    return _described.resolve(root) / "sys"
 
 
 def described(root="/"):
-    """The described tree in use ($PAGELAB_SYSFS_ROOT), or None for the machine's own sysfs."""
-    return str(sysfs(root)) if os.environ.get(ENV) and str(root) == "/" else None
+    """The described machine in use ($PAGELAB_MACHINE), or None for the machine's own sysfs."""
+    d = _described.described() if str(root) == "/" else None
+    return str(d) if d else None
 
 
 def _cpu_dirs(tree):
@@ -121,7 +110,7 @@ def _field(d, name, strict):
         return int(text)
     except (BadInput, ValueError) as e:
         if strict:
-            raise BadInput(f"{ENV}: {d / name}: cannot read {text!r}: {e}") from None
+            raise BadInput(f"{_described.ENV}: {d / name}: cannot read {text!r}: {e}") from None
         return None
 
 
@@ -129,7 +118,7 @@ def _index(d, strict):
     got = {field: _field(d, name, strict) for name, field in FIELDS.items()}
     if got["level"] is None or got["type"] is None or got["size"] is None:
         if strict:
-            raise BadInput(f"{ENV}: {d} lacks its level, type or size")
+            raise BadInput(f"{_described.ENV}: {d} lacks its level, type or size")
         return None
     return Cache(**got)
 
@@ -169,6 +158,6 @@ def missing(root="/"):
 
 
 def source(root="/"):
-    """Where the geometry came from, for evidence and notes: sysfs, or the described tree."""
+    """Where the geometry came from, for evidence and notes: sysfs, or the described machine."""
     d = described(root)
-    return f"described host {d}" if d else "sysfs"
+    return f"described machine {d}" if d else "sysfs"

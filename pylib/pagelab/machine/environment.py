@@ -1,7 +1,8 @@
 """Facts about the machine, each read by a small function that takes a root path.
 
-Tests point ``root`` at a fake tree holding proc/... and sys/...; the default is the real "/".
-A fact that cannot be read is None rather than a guess.
+Tests point ``root`` at a fake tree holding proc/... and sys/...; the default "/" is the machine:
+this one, or the one ``$PAGELAB_MACHINE`` describes (pagelab.machine.described). A fact that
+cannot be read is None rather than a guess.
 """
 
 import os
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from .._native import lib
 from ..core.numbers import int_or_none
+from . import described as _described
 
 # Half of what is free: the Jupyter server, the kernel process and the page cache the chapters
 # rely on need the rest, and a 2 GiB Binder container still gets ~1 GiB of experiment memory.
@@ -22,43 +24,63 @@ CAPABILITIES = dict(
 )
 
 
+# Each fact's file under the machine's root: the doctor names them as the facts' sources.
+FILES = {
+    "kernel": "proc/sys/kernel/osrelease",
+    "cpu": "proc/cpuinfo",
+    "perf_event_paranoid": "proc/sys/kernel/perf_event_paranoid",
+    "nmi_watchdog": "proc/sys/kernel/nmi_watchdog",
+    "status": "proc/self/status",  # seccomp mode and capabilities
+    "cmdline": "proc/cmdline",
+    "vsyscall": "proc/self/maps",
+    "thp": "sys/kernel/mm/transparent_hugepage/enabled",
+    "memory": "proc/meminfo",
+    "swap": "proc/swaps",
+    "cgroup": "proc/self/cgroup",
+    "online_cpus": "sys/devices/system/cpu/online",
+}
+
+
+def sources(root="/"):
+    """{fact: the path it is read from}: the machine's own, or the described machine's."""
+    base = _described.resolve(root)
+    return {name: str(base / rel) for name, rel in FILES.items()}
+
+
 def _read(root, rel):
-    try:
-        return (Path(root) / rel).read_text()
-    except OSError:
-        return None
+    return _described.read_text(root, rel)
 
 
 def _status_field(root, name):
-    text = _read(root, "proc/self/status") or ""
+    text = _read(root, FILES["status"]) or ""
     m = re.search(rf"^{name}:\s*(\S+)", text, re.M)
     return m.group(1) if m else None
 
 
 def kernel_release(root="/"):
-    text = _read(root, "proc/sys/kernel/osrelease")
+    text = _read(root, FILES["kernel"])
     return text.strip() if text else None
 
 
 def cpu_model(root="/"):
-    m = re.search(r"^model name\s*:\s*(.+)$", _read(root, "proc/cpuinfo") or "", re.M)
+    m = re.search(r"^model name\s*:\s*(.+)$", _read(root, FILES["cpu"]) or "", re.M)
     return m.group(1).strip() if m else None
 
 
 def hypervisor(root="/"):
     """True when the CPU flags say we run under a hypervisor (a VM), None if unknown."""
-    m = re.search(r"^flags\s*:(.*)$", _read(root, "proc/cpuinfo") or "", re.M)
+    m = re.search(r"^flags\s*:(.*)$", _read(root, FILES["cpu"]) or "", re.M)
     return None if m is None else "hypervisor" in m.group(1).split()
 
 
 def perf_event_paranoid(root="/"):
-    text = _read(root, "proc/sys/kernel/perf_event_paranoid")
+    text = _read(root, FILES["perf_event_paranoid"])
     return int_or_none(text)
 
 
 def thp_mode(root="/"):
     """always / madvise / never from the bracketed choice, or None without THP support."""
-    m = re.search(r"\[(\w+)\]", _read(root, "sys/kernel/mm/transparent_hugepage/enabled") or "")
+    m = re.search(r"\[(\w+)\]", _read(root, FILES["thp"]) or "")
     return m.group(1) if m else None
 
 
@@ -68,7 +90,7 @@ def vsyscall_mode(root="/"):
     The mapping is the truth for this kernel: r-xp is 'emulate' (readable), --xp is 'xonly'
     (calls trap and are emulated, reads fault), no mapping at all is 'none'.
     """
-    maps = _read(root, "proc/self/maps")
+    maps = _read(root, FILES["vsyscall"])
     if maps is None:
         return None
     for line in maps.splitlines():
@@ -79,7 +101,7 @@ def vsyscall_mode(root="/"):
 
 def vsyscall_cmdline(root="/"):
     """The vsyscall= boot parameter, or None when the kernel default applies."""
-    m = re.search(r"(?:^|\s)vsyscall=(\S+)", _read(root, "proc/cmdline") or "")
+    m = re.search(r"(?:^|\s)vsyscall=(\S+)", _read(root, FILES["cmdline"]) or "")
     return m.group(1) if m else None
 
 
@@ -98,13 +120,13 @@ def capabilities(root="/"):
 
 
 def mem_available(root="/"):
-    m = re.search(r"^MemAvailable:\s*(\d+) kB", _read(root, "proc/meminfo") or "", re.M)
+    m = re.search(r"^MemAvailable:\s*(\d+) kB", _read(root, FILES["memory"]) or "", re.M)
     return int(m.group(1)) * 1024 if m else None
 
 
 def swap_total(root="/"):
     """Bytes of swap configured in /proc/swaps (0: none), or None if it cannot be read."""
-    text = _read(root, "proc/swaps")
+    text = _read(root, FILES["swap"])
     if text is None:
         return None
     # header line, then: Filename Type Size(KiB) Used Priority
@@ -117,12 +139,12 @@ def cgroup_memory_limit(root="/"):
     None when there is no limit or no cgroup filesystem to read.
     """
     limits = []
-    for line in (_read(root, "proc/self/cgroup") or "").splitlines():
+    for line in (_read(root, FILES["cgroup"]) or "").splitlines():
         hier, controllers, path = line.split(":", 2)
         if hier == "0" and controllers == "":
-            base, name = Path(root) / "sys/fs/cgroup", "memory.max"
+            base, name = _described.resolve(root) / "sys/fs/cgroup", "memory.max"
         elif "memory" in controllers.split(","):
-            base, name = Path(root) / "sys/fs/cgroup/memory", "memory.limit_in_bytes"
+            base, name = _described.resolve(root) / "sys/fs/cgroup/memory", "memory.limit_in_bytes"
         else:
             continue
         rel = Path(path.lstrip("/"))
@@ -153,5 +175,17 @@ def memory_budget(root="/", rlimit=None):
     return {"bytes": budget, "fraction": BUDGET_FRACTION, **inputs}
 
 
+def nmi_watchdog(root="/"):
+    """1 when the NMI watchdog holds a hardware counter on each CPU, 0 when off, None unknown."""
+    return int_or_none(_read(root, FILES["nmi_watchdog"]))
+
+
+def online_cpus(root="/"):
+    """The machine's online CPUs (sysfs devices/system/cpu/online), or None if not listed."""
+    text = _read(root, FILES["online_cpus"])
+    return _described.parse_cpu_list(text) if text else None
+
+
 def cpu_count():
+    """CPUs this process may run on (its affinity mask): how many workers can run at once."""
     return len(os.sched_getaffinity(0))

@@ -247,9 +247,10 @@ def region_metrics(status, r, facts, simulator=None):
     dicts by name: the counters of its group (``status``) with their rusage stand-ins, rusage,
     the clock, and the simulator's counts when it ran under one."""
 
+    slots = sum(len(s.parts) for s in status)
+
     def counts(snap):
-        c = snap.counts
-        return Counts(c.time_enabled, c.time_running, tuple(c.value[0 : len(status)]))
+        return Counts.of(snap.counts, slots)
 
     opened = any(s.opened for s in status)
     counters = readings(

@@ -11,6 +11,7 @@ from .._native import ffi, lib
 from ..core.errors import BadInput
 from ..core.numbers import format_size, parse_int, parse_size
 from ..machine import caches as _caches
+from ..machine import cpuid as _cpuid
 
 LEVEL_KEYS = ("l1", "l2", "llc")
 LEVEL_NAMES = {"l1": "L1D", "l2": "L2", "llc": "LLC"}
@@ -200,17 +201,12 @@ def assumed_levels():
     }
 
 
-def cpuid_tlbs(page=4096):
-    """{"dtlb": TLBGeometry, "stlb": TLBGeometry} as far as this CPU's CPUID reports them."""
-    d, s = ffi.new("struct pl_cpuid_tlb *"), ffi.new("struct pl_cpuid_tlb *")
-    vendor = ffi.new("char[13]")
-    rc = lib.pl_cpuid_tlbs(page, d, s, vendor)
-    if rc < 0:
-        raise BadInput(f"page size {page} is not 4k or 2m")
+def cpuid_tlbs(page=4096, root="/"):
+    """{"dtlb": TLBGeometry, "stlb": TLBGeometry} as far as the machine's CPUID reports them."""
     found = {}
-    for key, t in (("dtlb", d), ("stlb", s)):
-        if t.entries and t.entries % t.ways == 0:  # else no whole number of sets: the default
-            found[key] = TLBGeometry(t.entries, t.ways, f"cpuid {t.leaf:#x}")
+    for key, (entries, ways, leaf) in _cpuid.tlbs(page, root).items():
+        if entries and entries % ways == 0:  # else no whole number of sets: the default
+            found[key] = TLBGeometry(entries, ways, f"cpuid {leaf:#x}")
     return found
 
 
@@ -240,7 +236,7 @@ def default_config(root="/", page="4k"):
         levels = assumed
     for key in ("l1", "l2"):
         levels.setdefault(key, assumed[key])
-    tlbs = {**_default_tlbs(page), **cpuid_tlbs(page)}
+    tlbs = {**_default_tlbs(page), **cpuid_tlbs(page, root)}
     return SimConfig(
         l1=levels["l1"],
         l2=levels["l2"],
