@@ -3,6 +3,9 @@
 import pytest
 
 from helpers import json_document, run
+from pagelab._native import lib
+
+TOO_MANY = ",".join(f"r{i:x}" for i in range(lib.PL_MAX_EVENTS + 1))
 
 
 @pytest.mark.parametrize(
@@ -15,7 +18,10 @@ from helpers import json_document, run
         (["stat", "--"], "needs a command"),
         (["stat", "-e", "page-fault", "--", "true"], "did you mean page-faults"),
         (["stat", "-e", "", "--", "true"], "no events"),
-        (["stat", "-e", ",".join(f"r{i:x}" for i in range(40)), "--", "true"], "at most"),
+        (
+            ["stat", "-e", ",".join(f"r{i:x}" for i in range(lib.PL_MAX_EVENTS + 1)), "--", "true"],
+            "at most",
+        ),
         (["stat", "--", "no-such-command-pagelab"], "command not found"),
         (["stat", "--", "/etc/hostname"], "cannot run"),
     ],

@@ -37,7 +37,12 @@ def _stat(args):
     if not command:
         raise BadInput("stat needs a command after `--`, e.g. pagelab stat -- ls")
     # with --json, stdout carries the one JSON document: the command's own output goes to stderr
-    result = stat(command, args.events, stdout=sys.stderr.fileno() if args.json else None)
+    result = stat(
+        command,
+        args.events,
+        stdout=sys.stderr.fileno() if args.json else None,
+        cpu_type=args.cpu_type,
+    )
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -64,8 +69,8 @@ def _run(args):
     from ..experiments import runner as runner
 
     if args.list:
-        if args.set or args.sim or args.json:
-            raise BadInput("run --list takes no --set, --sim or --json")
+        if args.set or args.sim or args.json or args.cpu_type:
+            raise BadInput("run --list takes no --set, --sim, --cpu-type or --json")
         if args.experiment == "all":
             raise BadInput("run --list takes one experiment name, or none for all of them")
         names = [args.experiment] if args.experiment else runner.experiment_names()
@@ -78,8 +83,8 @@ def _run(args):
     if not args.experiment:
         raise BadInput("run needs an experiment name, `all`, or --list")
     if args.experiment == "all":
-        if args.set or args.sim:
-            raise BadInput("run all takes no --set or --sim: it runs every default")
+        if args.set or args.sim or args.cpu_type:
+            raise BadInput("run all takes no --set, --sim or --cpu-type: it runs every default")
         results = runner.run_all(progress=_progress.lines)
         if args.json:
             _print_json(
@@ -93,11 +98,19 @@ def _run(args):
             print("\n\n".join(str(r) for r in results))
         return 0
     result = runner.run(
-        args.experiment, sim=args.sim, progress=_progress.lines, **_settings(args.set)
+        args.experiment,
+        sim=args.sim,
+        progress=_progress.lines,
+        cpu_type=args.cpu_type,
+        **_settings(args.set),
     )
     _print_json(result.to_dict()) if args.json else print(result)
 
 
+CPU_TYPE_HELP = (
+    "run and count on one core type only, named by its PMU (e.g. cpu_core or cpu_atom on a "
+    "hybrid Intel CPU; `pagelab doctor` lists them)"
+)
 CONFIG_LIMIT = 1 << 20  # a simulator config is a few hundred bytes; /dev/zero is not one
 _MODEL_OPTIONS = ("config", "l1", "l2", "llc", "tlb", "stlb", "page", "policy", "seed")
 
@@ -310,9 +323,10 @@ def _parser():
     s = sub.add_parser(
         "stat",
         help="count events for a command, like perf stat",
-        usage="pagelab stat [-e EVENT,...] [--json] -- CMD [ARG ...]",
+        usage="pagelab stat [-e EVENT,...] [--cpu-type PMU] [--json] -- CMD [ARG ...]",
     )
     s.add_argument("-e", "--events", help="comma-separated events (default: a standard set)")
+    s.add_argument("--cpu-type", help=CPU_TYPE_HELP)
     s.add_argument("--json", action="store_true", help="one JSON document on stdout")
     s.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     s.set_defaults(func=_stat)
@@ -320,8 +334,9 @@ def _parser():
     r = sub.add_parser(
         "run",
         help="run an experiment (or all) in isolated workers",
-        usage="pagelab run EXPERIMENT|all [--set KEY=VALUE ...] [--sim] [--json]",
+        usage="pagelab run EXPERIMENT|all [--set KEY=VALUE ...] [--sim] [--cpu-type PMU] [--json]",
     )
+    r.add_argument("--cpu-type", help=CPU_TYPE_HELP)
     r.add_argument("experiment", nargs="?", help="an experiment name, or `all`")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="a parameter")
     r.add_argument(

@@ -25,6 +25,7 @@ class Reading:
     reason: str | None = None  # why value is None
     fallback: "Reading | None" = None  # a labelled stand-in from another source
     parts: dict | None = None  # {core PMU: its share of value} where each core type counts apart
+    note: str | None = None  # what else the number needs said (e.g. which cores it covers)
 
     def __post_init__(self):
         if self.source not in SOURCES:
@@ -47,6 +48,8 @@ class Reading:
             d["fallback_name"] = self.fallback.name
         if self.parts:
             d["parts"] = dict(self.parts)
+        if self.note:
+            d["note"] = self.note
         return d
 
     @classmethod
@@ -62,6 +65,7 @@ class Reading:
             d.get("reason"),
             cls.from_dict(d.get("fallback_name", "fallback"), fb) if fb else None,
             d.get("parts"),
+            d.get("note"),
         )
 
     @property
@@ -85,4 +89,5 @@ class Reading:
         )
         if self.parts:
             notes.append(" + ".join(f"{pmu} {v:.3g}" for pmu, v in self.parts.items()))
-        return f"{self.name}: {value} ({', '.join(notes)})"
+        text = f"{self.name}: {value} ({', '.join(notes)})"
+        return text + (f"; {self.note}" if self.note else "")

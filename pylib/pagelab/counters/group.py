@@ -10,6 +10,7 @@ from ..core.errors import BadInput
 from ..core.reading import Reading
 from ..machine import pmus as _pmus
 from . import events as _events
+from . import pin as _pin
 from . import rusage as _rusage
 from .reasons import Facts, explain
 
@@ -59,6 +60,7 @@ class EventStatus:
     event: _events.Event
     parts: tuple  # (Part, ...)
     cpu_type: str | None = None  # counted on this core type only
+    one_pmu: bool = False  # a generic event the kernel bound to one of several core PMUs
 
     @property
     def opened(self):
@@ -75,36 +77,46 @@ class EventStatus:
 
 
 HW_TYPES = (lib.PERF_TYPE_HARDWARE, lib.PERF_TYPE_HW_CACHE)
+# What a kernel answers for a PMU type in config it cannot take (perf_init_event: ENOENT when
+# the PMU lacks PERF_PMU_CAP_EXTENDED_HW_TYPE; some drivers reject the config: EINVAL).
+_NO_EXTENDED_TYPE = (E.ENOENT, E.EOPNOTSUPP, E.EINVAL)
+
+
+def _refused(status):
+    return all(not p.opened and p.errno in _NO_EXTENDED_TYPE for p in status.parts)
+
+
 PMU_TYPE_SHIFT = 32  # perf_event.h: PERF_PMU_TYPE_SHIFT, the extended hardware event type
 
 
-def plan(events, core_pmus, cpu_type=None):
+def plan(events, core_pmus, cpu_type=None, generic=frozenset()):
     """The perf events to open for ``events``: [[Part, ...] per event].
 
     Software events share one group. A generic hardware event is one part per core PMU on a
     machine with several (its config carrying the PMU's type, so each counts on its own cores,
     and pagelab adds them up), else one part; every hardware part leads a group of its own, so
     that more events than counters multiplex, as perf stat does, instead of never counting.
-    ``cpu_type`` keeps only that core PMU's parts.
+    ``cpu_type`` keeps only that core PMU's parts. Events named in ``generic`` are opened once,
+    without a PMU type, for kernels that cannot take one (CounterGroup falls back to that).
     """
+    hybrid = len(core_pmus) > 1
     if cpu_type is not None:
         names = [p.name for p in core_pmus]
         if cpu_type not in names:
             there = ", ".join(names) or "none (no hardware PMU here)"
             raise BadInput(f"no core type {cpu_type!r} on this machine; its core PMUs: {there}")
         core_pmus = [p for p in core_pmus if p.name == cpu_type]
-    hybrid = len(core_pmus) > 1 or (cpu_type is not None and len(core_pmus) == 1)
     by_type = {p.type: p.name for p in core_pmus}
     out, slot, group = [], 0, 1
     for ev in events:
         if ev.type == lib.PERF_TYPE_SOFTWARE:
             specs = [(None, ev.type, ev.config, 0)]
-        elif ev.type in HW_TYPES and hybrid:
+        elif ev.type in HW_TYPES and hybrid and ev.name not in generic:
             specs = [
                 (p.name, ev.type, ev.config | p.type << PMU_TYPE_SHIFT, None) for p in core_pmus
             ]
         elif ev.type in HW_TYPES:
-            specs = [(core_pmus[0].name if core_pmus else None, ev.type, ev.config, None)]
+            specs = [(core_pmus[0].name if len(core_pmus) == 1 else None, ev.type, ev.config, None)]
         else:  # raw codes and TYPE:CONFIG go to the PMU of that type
             specs = [(by_type.get(ev.type), ev.type, ev.config, None)]
         parts = []
@@ -143,7 +155,25 @@ class CounterGroup:
         _events.check_backend()
         self.events = _events.events(events)
         self.pid = pid
-        planned = plan(self.events, _pmus.core(), cpu_type)
+        self._flags = (
+            (lib.PL_INHERIT if inherit else 0)
+            | (lib.PL_ENABLE_ON_EXEC if enable_on_exec else 0)
+            | (lib.PL_USE_RDPMC if rdpmc else 0)
+            | (lib.PL_EXCLUDE_KERNEL if exclude_kernel else 0)
+        )
+        pmus = _pmus.core()
+        self._open(plan(self.events, pmus, cpu_type), cpu_type)
+        # A kernel without the extended type (arm64 before it had one) refuses every per-PMU
+        # part of a generic event: open those once, plain, where the kernel binds them.
+        refused = {s.event.name for s in self.status if len(s.parts) > 1 and _refused(s)}
+        if refused and cpu_type is None:
+            lib.pl_group_close(self._group)
+            self._open(plan(self.events, pmus, None, frozenset(refused)), None, refused)
+        if not self.opened and all(p.errno == E.ESRCH for s in self.status for p in s.parts):
+            raise ProcessLookupError(f"no process with pid {pid}")
+        self._closed = False
+
+    def _open(self, planned, cpu_type, generic=frozenset()):
         flat = [p for parts in planned for p in parts]
         if len(flat) > MAX_EVENTS:
             raise BadInput(
@@ -151,20 +181,14 @@ class CounterGroup:
                 f"core PMUs; at most {MAX_EVENTS} fit: ask for fewer"
             )
         self._group = ffi.new("struct pl_group *")
-        flags = (
-            (lib.PL_INHERIT if inherit else 0)
-            | (lib.PL_ENABLE_ON_EXEC if enable_on_exec else 0)
-            | (lib.PL_USE_RDPMC if rdpmc else 0)
-            | (lib.PL_EXCLUDE_KERNEL if exclude_kernel else 0)
-        )
         rc = lib.pl_group_open(
             self._group,
             [p.type for p in flat],
             [p.config for p in flat],
             [p.group for p in flat],
             len(flat),
-            pid,
-            flags,
+            self.pid,
+            self._flags,
         )
         if rc < 0:
             raise OSError(-rc, os.strerror(-rc))
@@ -182,13 +206,11 @@ class CounterGroup:
                     for p in parts
                 ),
                 cpu_type,
+                ev.name in generic,
             )
             for ev, parts in zip(self.events, planned)
         ]
         self.slots = len(flat)
-        if rc == 0 and all(p.errno == E.ESRCH for s in self.status for p in s.parts):
-            raise ProcessLookupError(f"no process with pid {pid}")
-        self._closed = False
 
     @property
     def opened(self):
@@ -240,6 +262,13 @@ class Total:
     scaled: bool = False  # multiplexed: extrapolated from the time its parts were on counters
     parts: dict | None = None  # {core PMU: its share}, on machines with several core PMUs
     why: str | None = None
+    note: str | None = None
+
+
+ONE_PMU_NOTE = (
+    "counts only on the core type whose PMU the kernel bound it to: this kernel cannot open a "
+    "generic event per core PMU (no extended PMU type; docs/counters.md)"
+)
 
 
 def combine(status, before, after, facts=None):
@@ -264,7 +293,8 @@ def combine(status, before, after, facts=None):
         return Total(None, why=_never_counted(status, facts))
     scale = span / running if 0 < running < span else 1
     parts = {k: round(v * scale) for k, v in raw.items()} if len(status.parts) > 1 else None
-    return Total(round(sum(raw.values()) * scale), scale != 1, parts)
+    note = ONE_PMU_NOTE if status.one_pmu else None
+    return Total(round(sum(raw.values()) * scale), scale != 1, parts, note=note)
 
 
 def _never_counted(status, facts):
@@ -296,6 +326,7 @@ def readings(status, before, after, facts=None):
                 s.kernel_excluded,
                 reason=t.why,
                 parts=t.parts,
+                note=t.note,
             )
         )
     return out
@@ -355,14 +386,24 @@ class measure:
     elapsed for an empty block. Opening and closing the group (~0.4 ms of perf_event_open and
     close) happen outside it. Only this thread is counted; rusage covers the whole process. C
     workloads count inside C around the hot loop instead (see ``pagelab.run``).
+
+    ``cpu_type`` (a core PMU's name on a hybrid or big.LITTLE machine) keeps this thread on that
+    core type for the block and counts that PMU's part only.
     """
 
-    def __init__(self, events=None):
+    def __init__(self, events=None, cpu_type=None):
         self._events = events
+        self._cpu_type = cpu_type
         self.result = Measurement()
 
     def __enter__(self):
-        self._group = CounterGroup(self._events)
+        self._pin = _pin.pinned(self._cpu_type)
+        self._pin.__enter__()
+        try:
+            self._group = CounterGroup(self._events, cpu_type=self._cpu_type)
+        except BaseException:
+            self._pin.__exit__(None, None, None)
+            raise
         try:
             self._group.enable()
             self._ru0 = _rusage.self_now()
@@ -370,6 +411,7 @@ class measure:
             self._c0 = self._group.read() if self._group.opened else None
         except BaseException:
             self._group.close()
+            self._pin.__exit__(None, None, None)
             raise
         return self.result
 
@@ -380,6 +422,7 @@ class measure:
             usage = _rusage.delta(self._ru0, _rusage.self_now())
         finally:
             self._group.close()
+            self._pin.__exit__(None, None, None)
         counters = readings(self._group.status, self._c0, c1)
         self.result.counters = add_fallbacks(counters, usage)
         self.result.rusage = rusage_readings(usage)

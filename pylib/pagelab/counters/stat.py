@@ -10,6 +10,7 @@ from .._native import ffi, lib
 from .._version import __version__
 from ..core.errors import BadInput
 from ..core.reading import Reading
+from ..machine import pmus as _pmus
 from . import rusage as _rusage
 from .doctor import environment
 from .events import events as parse_events
@@ -73,8 +74,11 @@ class StatResult:
         return "\n".join(lines)
 
 
-def stat(command, events=None, stdout=None):
+def stat(command, events=None, stdout=None, cpu_type=None):
     """Run ``command`` (a list: program and arguments) and count ``events`` over its lifetime.
+
+    ``cpu_type`` (a core PMU's name, on a hybrid or big.LITTLE machine) runs the command on that
+    core type's CPUs only and counts that PMU's part only.
 
     Counting starts at its exec (enable_on_exec) and follows its threads and children (inherit).
     ``stdout``: a file descriptor for the child's standard output (default: inherited).
@@ -93,6 +97,7 @@ def stat(command, events=None, stdout=None):
     if path is None:
         raise BadInput(f"command not found: {command[0]}")
     group_events = parse_events(events)  # bad names fail before anything is spawned
+    cpus = _pmus.host_cpus(cpu_type) if cpu_type is not None else None  # and bad core types
 
     argv_keep = [ffi.new("char[]", a.encode()) for a in command]
     argv = ffi.new("char *[]", argv_keep + [ffi.NULL])
@@ -101,7 +106,11 @@ def stat(command, events=None, stdout=None):
     if pid < 0:
         raise OSError(-pid, f"cannot start {command[0]}: {os.strerror(-pid)}")
     try:
-        group = CounterGroup(group_events, pid, inherit=True, enable_on_exec=True)
+        if cpus is not None:
+            os.sched_setaffinity(pid, cpus)  # before exec: the command starts there
+        group = CounterGroup(
+            group_events, pid, inherit=True, enable_on_exec=True, cpu_type=cpu_type
+        )
     except BaseException:
         os.close(gate[0])  # the child sees EOF at its gate and exits without exec
         os.close(status[0])

@@ -13,6 +13,8 @@ from .common import MIB, per, ratio_text
 from .hw_or_sim import attach, ratio, same_source, simulated, why_not
 
 TIMEOUT = 120
+# A P-core and an E-core have different L1Ds and L2s: the working sets are one core type's.
+ONE_CORE_TYPE = "its working sets are sized to that core's L1D"
 WRITEUP_LINES = 512  # the write-up's working set: 32 KiB, the L1D of its machine
 COUNTS = ("L1-dcache-loads", "L1-dcache-load-misses", "dTLB-load-misses")
 STORE_COUNTS = ("L1-dcache-stores", "L1-dcache-store-misses", "dTLB-store-misses")

@@ -31,6 +31,8 @@ from .common import HUGE_PAGE, caches, sweep_limits
 from .hw_or_sim import attach, simulated
 
 TIMEOUT = 300
+# Each core type has its own L1D and L2: knees are only meaningful on one of them.
+ONE_CORE_TYPE = "each core type has its own cache sizes"
 COUNTS = ("L1-dcache-load-misses", "LLC-load-misses", "dTLB-load-misses")
 EVENTS = ",".join(COUNTS + ("page-faults",))
 PAGES_HUGE = workload("latency").params["pages"].choices.index("huge")

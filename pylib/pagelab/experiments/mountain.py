@@ -19,6 +19,8 @@ from ..results.result import Claim
 from .common import SWEEP_FACTOR, caches, ratio_text, sweep_limits
 
 TIMEOUT = 300
+# Each core type has its own L1D and L2: a mountain's ridges belong to one of them.
+ONE_CORE_TYPE = "each core type has its own cache sizes"
 SMALL_VS_LARGE = 2.0  # wide margin under the >= 10x of L1 vs DRAM
 WORD_VS_LINE = 2.0  # wide margin under the 8x of 8 words per line fetched
 

@@ -10,7 +10,9 @@ from ..core.errors import BadInput, BudgetExceeded
 from ..core.numbers import format_size, quote
 from ..core.reading import Reading
 from ..counters.doctor import environment, profile
+from ..machine import caches as _caches
 from ..machine import environment as env
+from ..machine import pmus as _pmus
 from ..native import worker as _worker
 from ..native import workloads as _workloads
 from ..results.result import Measured, Result
@@ -47,6 +49,8 @@ class Context:
     handle: "RunHandle | None" = None  # set when the run is in the background (start())
     ahead: tuple | None = None  # (worker args, Job): its simulated run, started by run_all
     sim_config: dict | None = None  # the geometry the simulated run used (SimConfig.to_dict)
+    cpu_type: str | None = None  # the core type its workers run and count on (None: any)
+    pin_note: str | None = None  # why it runs on one core type, said in the result
 
     def workload(self, events=None, sim=None, what=None, scratch=None, **overrides):
         """Run this experiment's C workload once in a fresh worker; returns (measurements, raw).
@@ -87,6 +91,7 @@ class Context:
             "events": events,
             "sim": sim,
             "cwd": scratch.path if scratch else None,
+            "cpu_type": self.cpu_type,
         }
         kwargs = dict(
             timeout=self.timeout,
@@ -105,7 +110,7 @@ class Context:
             self.environment,
             measurements_,
             claims,
-            list(notes) + assumed_notes(self.sim_config),
+            list(notes) + assumed_notes(self.sim_config) + [self.pin_note] * bool(self.pin_note),
             text,
             summary,
             figure,
@@ -155,7 +160,24 @@ def check_budget(name, resident, budget):
         )
 
 
-def _context(name, sim, timeout, progress, params):
+def _core_type(mod, cpu_type):
+    """The core type a run is pinned to, and the note that says so: the one asked for; or, on a
+    machine with several core types, for an experiment whose claims need one kind of core
+    (``ONE_CORE_TYPE`` says why), the type of the CPU whose caches set its sizes."""
+    if cpu_type is not None:
+        _pmus.host_cpus(cpu_type)  # BadInput now, before anything runs
+        return cpu_type, f"ran and counted on {cpu_type} cores only (cpu_type={cpu_type})"
+    why = getattr(mod, "ONE_CORE_TYPE", None)
+    if why is None or not _pmus.heterogeneous(_pmus.core()):
+        return None, None
+    cpu = _caches.described_cpu()
+    pmu = _pmus.holding(cpu) if cpu is not None else None
+    if pmu is None:
+        return None, None
+    return pmu.name, f"ran on {pmu.name} cores only (CPU {cpu}'s caches set the sizes; {why})"
+
+
+def _context(name, sim, timeout, progress, params, cpu_type=None):
     """Everything decided before anything runs, each once: the parameters validated and their
     automatic values resolved against one reading of the memory budget, the budget checked,
     and the simulator's configuration built and checked (BadInput / BudgetExceeded here)."""
@@ -176,7 +198,10 @@ def _context(name, sim, timeout, progress, params):
         sim = has_sim and profile() != "full"
     config = _sim_config(mod.simulation(p)[0]) if sim and has_sim else None
     timeout = timeout or mod.TIMEOUT
-    return Context(name, p, given, budget, config, timeout, progress, address_space, mod)
+    pinned, note = _core_type(mod, cpu_type)
+    ctx = Context(name, p, given, budget, config, timeout, progress, address_space, mod)
+    ctx.cpu_type, ctx.pin_note = pinned, note
+    return ctx
 
 
 def _sim_config(spec):
@@ -190,7 +215,7 @@ def _sim_config(spec):
     return config.to_dict()
 
 
-def run(name, *, sim=None, timeout=None, progress=True, watch=None, **params):
+def run(name, *, sim=None, timeout=None, progress=True, watch=None, cpu_type=None, **params):
     """Run experiment ``name`` with ``params`` (see ``pagelab.parameters(name)``) and return its
     Result: labelled measurements and the claims of its write-up evaluated on them.
 
@@ -201,8 +226,11 @@ def run(name, *, sim=None, timeout=None, progress=True, watch=None, **params):
     ``progress``: True shows a progress bar (tqdm.auto), None nothing; a function gets each step.
     ``watch``: a function given the run's RunHandle before the run is waited for, e.g. to show
     a live view of its workers (``pagelab.run(live=True)`` passes one).
+    ``cpu_type``: on a hybrid or big.LITTLE machine, run and count on that core type only (a
+    core PMU's name, as ``pagelab doctor`` lists them); experiments whose claims need one kind
+    of core pick one themselves and say so in their notes.
     """
-    ctx = _context(name, sim, timeout, progress, params)
+    ctx = _context(name, sim, timeout, progress, params, cpu_type)
     with _progress.reporting(name, progress) as ctx.progress:
         if watch is None:
             return ctx.module.run(ctx)
@@ -211,13 +239,13 @@ def run(name, *, sim=None, timeout=None, progress=True, watch=None, **params):
         return handle.result()
 
 
-def start(name, *, sim=None, timeout=None, progress=None, **params):
+def start(name, *, sim=None, timeout=None, progress=None, cpu_type=None, **params):
     """Start experiment ``name`` in the background and return its RunHandle at once (bad
     parameters still raise here). Watch it with ``pagelab.LiveCounters.watch(handle)``.
     ``progress`` is None or a function (called from the background thread), never a bar."""
     if progress is True:
         raise BadInput("start() runs in the background: progress must be None or a function")
-    return RunHandle(_context(name, sim, timeout, progress, params))
+    return RunHandle(_context(name, sim, timeout, progress, params, cpu_type))
 
 
 class RunHandle(_worker.Background):

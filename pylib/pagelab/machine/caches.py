@@ -135,6 +135,15 @@ def read(root="/"):
     return []
 
 
+def described_cpu(root="/"):
+    """The number of the CPU whose caches ``read`` reports (the first that describes any), or
+    None. On a machine with several core types, the caches are that CPU's type's."""
+    for cpu in _cpu_dirs(sysfs(root)):
+        if any((cpu / "cache").glob("index*/level")):
+            return int(cpu.name[3:])
+    return None
+
+
 def data_caches(root="/"):
     """The caches that hold data (data and unified, with a size), smallest level first."""
     return [c for c in read(root) if c.holds_data]

@@ -9,6 +9,7 @@ or one with a ``cpus`` file. Uncore PMUs have a ``cpumask`` instead and are not 
 docs/counters.md explains what this means for counting.
 """
 
+import os
 from dataclasses import dataclass, field
 
 from ..core.errors import BadInput
@@ -105,3 +106,30 @@ def of_type(name, root="/"):
             return p
     there = ", ".join(p.name for p in pmus) or "none (no hardware PMU)"
     raise BadInput(f"no core type {name!r} on this machine; its core PMUs: {there}")
+
+
+def host_cpus(name, root="/"):
+    """The CPUs of this host a run may use to run on core type ``name`` (BadInput if none)."""
+    pmu = of_type(name, root)
+    cpus = (
+        pmu.cpus
+        if pmu.cpus is not None
+        else _described.parse_cpu_list(
+            _described.read_text(root, "sys/devices/system/cpu/online") or ""
+        )
+    )
+    mine = _described.host_cpus(cpus, root) if cpus else sorted(os.sched_getaffinity(0))
+    if not mine:
+        raise BadInput(
+            f"none of {name}'s CPUs ({pmu.describe_cpus()}) is one this process may run on "
+            f"(its CPUs: {sorted(os.sched_getaffinity(0))})"
+        )
+    return mine
+
+
+def holding(cpu, root="/"):
+    """The core PMU whose CPUs include ``cpu`` (a CPU number of the machine), or None."""
+    for p in core(root):
+        if p.cpus is not None and cpu in p.cpus:
+            return p
+    return None

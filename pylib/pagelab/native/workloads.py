@@ -9,6 +9,7 @@ from ..core.numbers import parse_int, quote
 from ..core.reading import Reading
 from ..counters import rusage as _rusage
 from ..counters.group import CounterGroup, Counts, add_fallbacks, readings, rusage_readings
+from ..counters.pin import pin
 from ..counters.reasons import Facts
 
 
@@ -151,18 +152,21 @@ def latency_sizes(min_kb, max_kb, ppo):
 # ---- inside the worker -------------------------------------------------------------------
 
 
-def execute(name, params, events=None, sim=None, cwd=None):
+def execute(name, params, events=None, sim=None, cwd=None, cpu_type=None):
     """Run workload ``name`` in this (worker) process and return its results as JSON-able data.
 
     ``events`` are opened as one group on this process (inherited by the workload's threads);
     whatever cannot open is reported with its reason. ``sim`` (a SimConfig.to_dict()) runs the
     -DPL_SIM build of the workload instead, with every access fed to the simulator. ``cwd`` is
     the scratch directory (pagelab.native.scratch) for workloads that make a file there.
+    ``cpu_type``: this worker runs on that core type's CPUs and counts that PMU's part only.
     """
     w = workload(name)
     if cwd is not None:
         os.chdir(cwd)
-    group = CounterGroup(events, inherit=True) if events else None
+    if cpu_type is not None:
+        pin(cpu_type)  # the whole worker, before the workload starts any thread
+    group = CounterGroup(events, inherit=True, cpu_type=cpu_type) if events else None
     try:  # closed on every path, a failing workload's too
         return _execute(w, params, group, sim)
     finally:
