@@ -58,6 +58,11 @@ class StatResult:
             notes = [r.source] + ["scaled"] * r.scaled + ["user-space only"] * r.kernel_excluded
             value = f"{r.value / 1e6:,.2f} msec" if r.unit == "ns" else f"{r.value:,}"
             lines.append(f"  {value:>20}  {r.name:<24} {', '.join(notes)}")
+            # perf stat's hybrid style: each core type's share on a line of its own
+            for pmu, share in (r.parts or {}).items():
+                lines.append(f"  {share:>20,}  {'':<24} {pmu}")
+            if r.note:
+                lines.append(f"  {'':>20}  {'':<24} {r.note}")
         usage = {r.name: r.value for r in self.rusage}
         lines += [
             "",
