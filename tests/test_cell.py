@@ -1,7 +1,7 @@
 """%%c's answer as text: measured and simulated readings of one region side by side."""
 
 from pagelab import Reading
-from pagelab.jupyter.cell import CellResult
+from pagelab.cell.result import CellResult
 
 
 def test_side_by_side_labels_every_value_and_lists_what_perf_could_not_count():
@@ -67,12 +67,40 @@ def test_output_is_capped_but_files_the_cell_writes_are_not(tmp_path, monkeypatc
     """A cell's printf output is kept up to OUTPUT_LIMIT and the cut is noted (3 MiB printed, the
     worker survives), while a 4 MiB file the cell writes itself (in the working directory, as a
     notebook's would be) is written whole (main gives 0)."""
-    from pagelab.jupyter import cell as _cell
+    from pagelab.cell.execute import OUTPUT_LIMIT
+    from pagelab.cell.run import run_c
 
     monkeypatch.chdir(tmp_path)
-    r = _cell.run_c(FLOOD_AND_FILE, sim=False)
+    r = run_c(FLOOD_AND_FILE, sim=False)
     assert (tmp_path / "big.bin").stat().st_size == 4 << 20
     assert r.status == 0, r
-    assert len(r.stdout.encode()) == _cell.OUTPUT_LIMIT
+    assert len(r.stdout.encode()) == OUTPUT_LIMIT
     assert r.stdout.startswith(" " * 1022 + "0\n")
-    assert f"the cell's output was cut at {_cell.OUTPUT_LIMIT >> 10} KiB" in r.notes
+    assert f"the cell's output was cut at {OUTPUT_LIMIT >> 10} KiB" in r.notes
+
+
+def test_a_refused_simulator_configuration_keeps_the_measured_run(monkeypatch):
+    """A configuration the simulator refuses is checked in the parent before any worker starts:
+    the measured run still happens and stands, and the simulated column says why it is empty;
+    simulate_c, which has nothing else to give, raises the same BadInput before building."""
+    import pytest
+
+    from pagelab import BadInput
+    from pagelab.cell import run as cell_run
+
+    started = []
+    call = cell_run._worker.call
+    monkeypatch.setattr(
+        cell_run._worker,
+        "call",
+        lambda target, *a, **k: started.append(target) or call(target, *a, **k),
+    )
+    bad = {"l1": "32K:8:48"}  # a line that is not a power of two
+    with pytest.raises(BadInput, match="line") as refused:
+        cell_run.simulate_c("int main(void) { return 0; }", config=bad)
+    assert started == []
+    r = cell_run.run_c("int main(void) { return 3; }", config=bad)
+    assert r.status == 3 and r.measured and r.simulated == []
+    assert r.simulated_reason == f"not run: {refused.value}"
+    assert f"simulated: not run: {refused.value}" in str(r)
+    assert "pagelab.cell.execute:execute" in started and len(started) <= 2  # build, measured

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from helpers import ROOT
-from pagelab.jupyter import cell as _cell
+from pagelab.cell import run as _cell
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("valgrind") and shutil.which("cg_annotate") and shutil.which("cc")),

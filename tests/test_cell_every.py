@@ -11,7 +11,8 @@ import pytest
 from helpers import ROOT
 from pagelab import BadInput
 from pagelab._native import ffi, lib
-from pagelab.jupyter import cell as _cell
+from pagelab.cell import run as _cell
+from pagelab.cell.build import cached_build, sim_mode
 from pagelab.sim.lines import LineCounts, LineView
 from pagelab.sim.simulator import Simulator
 
@@ -161,8 +162,8 @@ def test_marked_cells_stay_marked_and_every_can_be_chosen():
         "    for (int i = 0; i < 256; i++)\n        s += PL_LOAD(&a[i]) + a[(i * 7) % 256];\n"
         "    return s;\n}\n"
     )
-    assert _cell.sim_mode(src) == "marked"
-    assert _cell.sim_mode("// PL_LOAD(p) in a comment\nint main(void) { return 0; }") == "every"
+    assert sim_mode(src) == "marked"
+    assert sim_mode("// PL_LOAD(p) in a comment\nint main(void) { return 0; }") == "every"
     _, marked, _ = _cell.simulate_c(src, config=L1)
     _, every, _ = _cell.simulate_c(src, sim="every", config=L1)
     assert marked.lines[6].reads == 256
@@ -187,7 +188,7 @@ def test_measured_build_is_not_instrumented():
 
 
 def _worker_build(source, force=False, mode="every"):
-    return _cell._build(source, mode, force, "cell")
+    return cached_build(source, mode, force, "cell")
 
 
 def test_an_unchanged_cell_is_not_compiled_again_and_force_does():

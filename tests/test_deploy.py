@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from helpers import ROOT, run
+from pagelab.cli.lab import work_dir
 from pagelab.counters.reasons import Facts, explain
 from pagelab.experiments import common, latency
 from pagelab.experiments import runner as _run
-from pagelab.jupyter.lab import work_dir
 from pagelab.machine import environment as _environment
 from pagelab.native import workloads as _workloads
 

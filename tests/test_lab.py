@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from helpers import ROOT, run, stop_group
-from pagelab.jupyter.lab import sync_chapters
+from pagelab.cli.lab import sync_chapters
 
 
 def free_port():

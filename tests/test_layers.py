@@ -16,6 +16,7 @@ LAYERS = (
     "native",
     "results",
     "experiments",
+    "cell",
     "jupyter",
     "cli",
 )

@@ -6,7 +6,7 @@
 #include <linux/perf_event.h>
 #include <sys/personality.h>
 
-#include "pl_cell.h"
+#include "cell/pl_cell.h"
 #include "pl_counters.h"
 #include "pl_cpuid.h"
 #include "pl_events.h"

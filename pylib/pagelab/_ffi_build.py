@@ -52,7 +52,8 @@ ffibuilder.set_source(
     "pagelab._native",
     '#include "pagelab.h"',
     sources=_sources(),
-    include_dirs=[str(INCLUDE.relative_to(ROOT))],
+    # the public headers by name, a component's private ones by path ("sim/pl_sim.h")
+    include_dirs=[str(INCLUDE.relative_to(ROOT)), str(CSRC.relative_to(ROOT))],
     define_macros=[("_GNU_SOURCE", None)],
     extra_compile_args=[*CFLAGS, *shlex.split(os.environ.get("PAGELAB_CFLAGS", ""))],
     extra_link_args=LDFLAGS,

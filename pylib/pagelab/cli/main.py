@@ -171,7 +171,9 @@ SOURCE_LIMIT = 1 << 20  # a C file to simulate is source code, not data
 
 
 def _sim_c(args):
-    from ..jupyter import cell as _cell
+    from ..cell.build import sim_mode
+    from ..cell.result import ending
+    from ..cell.run import simulate_c
     from ..sim.config import make_config
     from ..sim.report import MODEL
 
@@ -186,12 +188,12 @@ def _sim_c(args):
     if args.timeout <= 0:
         raise BadInput("--timeout must be positive")
     spec = _sim_spec(args)
-    config = make_config(spec)  # a bad geometry fails here, before anything is compiled
+    config = make_config(spec)  # the machine read once; a bad geometry fails before any build
     name = os.path.basename(args.file)
-    readings, lines, run = _cell.simulate_c(
+    readings, lines, run = simulate_c(
         source,
         sim=args.sim or True,
-        config=spec,
+        config=config,
         timeout=args.timeout,
         force=args.force,
         name=name if re.fullmatch(r"[\w.+-]+", name) else "program.c",
@@ -203,7 +205,7 @@ def _sim_c(args):
                 "version": __version__,
                 "params": {
                     "file": args.file,
-                    "mode": args.sim or _cell.sim_mode(source),
+                    "mode": args.sim or sim_mode(source),
                     "config": config.to_dict(),
                     "model": MODEL,
                 },
@@ -217,7 +219,7 @@ def _sim_c(args):
     if run["stdout"]:
         print(run["stdout"], end="" if run["stdout"].endswith("\n") else "\n")
     what = "the first PL_REGION_BEGIN..END" if run["label"] == "region" else "all of main()"
-    print(f"{args.file}: {what}, compiled -O2; {_cell.ending(run['status'], run['exited'])}")
+    print(f"{args.file}: {what}, compiled -O2; {ending(run['status'], run['exited'])}")
     width = max(len(r.name) for r in readings)
     for r in readings:
         print(f"  {r.name:<{width}}  {r.value:>14,} (sim)")
@@ -275,7 +277,7 @@ def _report(args):
 
 
 def _lab(args):
-    from ..jupyter.lab import lab_command, sync_chapters, work_dir
+    from .lab import lab_command, sync_chapters, work_dir
 
     if args.copy_only:
         if args.extra:

@@ -4,7 +4,7 @@
   thread; rusage for the whole process), stating the measurement's own overhead.
 - ``%%c [-e EVENTS] [--timeout S] [--mem MIB] [--sim every|marked] [--no-sim] [--force] [-o]``:
   the cell is C; compile it -O2 and run it in a worker, measured and simulated side by side, and
-  show the simulated misses line by line (see pagelab.jupyter.cell).
+  show the simulated misses line by line (see pagelab.cell).
 - ``%maps [PID]``: a process's memory map (default: this kernel) as a table and a figure.
 - ``%pagelab doctor``: the profile and every event's availability, as `pagelab doctor` prints.
 - ``%pagelab autocount on|off``: counts under every executed cell (see pagelab.jupyter.autocount).
@@ -17,10 +17,11 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from ..cell import run as _cell
+from ..cell.build import MODES
 from ..core.errors import PagelabError
 from ..counters.group import measure
 from ..native.worker import Interrupted
-from . import cell as _cell
 
 
 def _fail(message):
@@ -77,7 +78,7 @@ class PagelabMagics(Magics):
     @argument("--mem", type=int, default=_cell.DEFAULT_MEMORY >> 20, help="MiB the cell may map")
     @argument(
         "--sim",
-        choices=_cell.MODES,
+        choices=MODES,
         help="simulate every load and store, or only PL_LOAD/PL_STORE (default: marked when "
         "the cell uses them)",
     )

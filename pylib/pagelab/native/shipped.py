@@ -24,7 +24,7 @@ def _find(what, packaged, checkout):
 
 
 def chapters_dir():
-    """The directory of the pristine chapters (never served directly: see jupyter/lab.py)."""
+    """The directory of the pristine chapters (never served directly: see cli/lab.py)."""
     return _find("the chapters are", "chapters", "notebooks")
 
 

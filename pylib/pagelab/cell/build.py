@@ -1,0 +1,176 @@
+"""Compiling a cell: the measured and the simulated shared objects, cached like %%cython's in
+$XDG_CACHE_HOME/pagelab/cells (else ~/.cache), keyed by the source, the mode, the flags, the
+compiler and its version, pagelab's version and headers. The compiler runs in a worker (build)."""
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from .._version import __version__
+from ..core.errors import BadInput
+from ..native import worker as _worker
+from ..native.shipped import include_dir
+
+HEADER = "pagelab_cell.h"
+EVERY_HEADER = "pagelab_cell_every.h"  # the instrumentation's hooks and the libc wrappers
+SOURCE_FILE = "cell.c"  # what is compiled: the header's include, #line, the source
+MODES = ("every", "marked")
+# The student's cell is GNU C (PL_KEEP uses __typeof__ and an asm barrier), built like a program
+# would be but as a shared object; --no-undefined makes a missing function a link error here
+# rather than a failed dlopen later; exit() is pagelab_cell.h's, which ends main() as a return
+# does.
+COMPILE = ["-std=gnu11", "-O2", "-Wall", "-fPIC"]
+LINK = ["-shared", "-Wl,--no-undefined", "-Wl,--wrap=exit"]
+# The simulated builds carry -g so that call sites map to lines. "every" is instrumented at
+# compile time only (linking with -fsanitize=thread would pull in libtsan).
+SIM_FLAGS = {"marked": ["-g", "-DPL_SIM"], "every": ["-g", "-fsanitize=thread", "-DPL_SIM_EVERY"]}
+_MARKED = re.compile(r"\bPL_(LOAD|STORE)\s*\(")
+_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def sim_mode(source):
+    """The simulated build's default: "marked" when the cell writes PL_LOAD or PL_STORE (outside
+    comments), else "every"."""
+    return "marked" if _MARKED.search(_COMMENTS.sub("", source)) else "every"
+
+
+def cache_dir():
+    """Where built cells are kept: $XDG_CACHE_HOME/pagelab/cells, else ~/.cache/pagelab/cells."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pagelab", "cells")
+
+
+def cached_build(source, mode, force, name):
+    """The builds of ``source``: the cache's, or compiled in a worker (the compiler's
+    failures and limits stay there)."""
+    entry, cc = cache_entry(source, mode, name)
+    if not force and (entry / "build.json").exists():
+        return _built(entry, json.loads((entry / "build.json").read_text()), cached=True)
+    args = {"source": source, "mode": mode, "entry": str(entry), "cc": cc, "name": name}
+    return _worker.call("pagelab.cell.build:build", args, what="C cell compiler")
+
+
+def cache_entry(source, mode, name="cell"):
+    """(the cache directory of this build, the compiler command): the key is the source, the
+    mode, the name, the flags, the compiler and its version, pagelab's version and headers."""
+    include = include_dir()
+    cc = _compiler()
+    version = subprocess.run([*cc, "--version"], capture_output=True, text=True).stdout
+    headers = [(include / h).read_text() for h in (HEADER, EVERY_HEADER)]
+    key = json.dumps(
+        [source, mode, name, cc, version, __version__, headers, COMPILE, LINK, SIM_FLAGS]
+    )
+    return Path(cache_dir()) / hashlib.sha256(key.encode()).hexdigest()[:32], cc
+
+
+def _compiler():
+    """$CC, else cc, else the compiler Python was built with (a conda environment's, which is on
+    PATH there while `cc` may not be)."""
+    for candidate in (os.environ.get("CC"), "cc", sysconfig.get_config_var("CC")):
+        if candidate and shutil.which(shlex.split(candidate)[0]):
+            return shlex.split(candidate)
+    raise BadInput("no C compiler: %%c needs cc (gcc or clang) where the kernel runs")
+
+
+# ---- inside the worker -------------------------------------------------------------------
+
+
+def _run_cc(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise BadInput(_unsupported(p.stderr) or p.stderr.strip() or f"cc failed ({p.returncode})")
+    return p.stderr.strip()
+
+
+def _unsupported(stderr):
+    """One line naming what the instrumented build cannot simulate, from a link error about a
+    hook pagelab_cell_every.h does not define (e.g. 16-byte atomics)."""
+    m = re.search(r"undefined reference to .(__tsan_\w+)", stderr)
+    if not m:
+        return None
+    return (
+        f"unsupported in a simulated cell: the compiler's instrumentation calls {m[1]}, which "
+        "pagelab does not model; --sim marked simulates only PL_LOAD/PL_STORE, --no-sim none"
+    )
+
+
+def _wrapped(include, *headers):
+    """The C library functions these headers wrap (their __wrap_ definitions)."""
+    text = "".join((include / h).read_text() for h in headers)
+    return list(dict.fromkeys(re.findall(r"__wrap_(\w+)\(", text)))
+
+
+def _commands(cc, include, mode, work):
+    """The compiler commands of both builds, in work/, as (variant, [commands])."""
+    c, inc = str(work / SOURCE_FILE), ["-I", str(include)]
+    measured = [[*cc, *COMPILE, *LINK, *inc, "-o", str(work / "cell-measured.so"), c, "-lm"]]
+    so = str(work / "cell-sim.so")
+    if mode == "marked":
+        return measured, [[*cc, *COMPILE, *SIM_FLAGS[mode], *LINK, *inc, "-o", so, c, "-lm"]]
+    wrapped = _wrapped(include, EVERY_HEADER)
+    obj = str(work / "cell-sim.o")
+    nobuiltin = [f"-fno-builtin-{f}" for f in wrapped]
+    wrap = "-Wl," + ",".join(f"--wrap={f}" for f in wrapped)
+    return measured, [
+        [*cc, *COMPILE, *SIM_FLAGS[mode], *nobuiltin, *inc, "-c", "-o", obj, c],
+        [*cc, *LINK, wrap, "-o", so, obj, "-lm"],
+    ]
+
+
+def _unseen(work, include):
+    """The library functions the instrumented cell calls whose memory is not simulated."""
+    nm = shutil.which("nm")
+    if not nm:
+        return ["(nm was not found: the library calls could not be listed)"]
+    out = subprocess.run([nm, "-u", str(work / "cell-sim.o")], capture_output=True, text=True)
+    names = set()
+    for line in out.stdout.splitlines():
+        name = line.split()[-1].split("@")[0]
+        if name.startswith(("__tsan_", "__real_", "_GLOBAL_", "__stack_chk")):
+            continue
+        names.add(re.sub(r"^__(\w+)_chk$", r"\1", name))  # _FORTIFY_SOURCE's checked calls
+    return sorted(names - set(_wrapped(include, HEADER, EVERY_HEADER)))
+
+
+def build(source, mode, entry, cc, name="cell"):
+    """Compile the measured and the simulated shared objects into the cache directory
+    ``entry`` with the compiler ``cc``; BadInput carries gcc's errors at the cell's line
+    numbers."""
+    include = include_dir()
+    entry = Path(entry)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=entry.parent))
+    try:
+        # the include comes first, then #line, so gcc numbers its messages as lines of the cell
+        (work / SOURCE_FILE).write_text(f'#include "{HEADER}"\n#line 1 "{name}"\n{source}\n')
+        first, sim = _commands(cc, include, mode, work)
+        # the measured build is compiled even for `pagelab sim c`: it gives the plain errors
+        warnings = _run_cc(first[0])
+        for cmd in sim:
+            _run_cc(cmd)
+        record = {"warnings": warnings, "unseen": _unseen(work, include) if mode == "every" else []}
+        (work / "build.json").write_text(json.dumps(record))
+        shutil.rmtree(entry, ignore_errors=True)  # a forced rebuild replaces the old one
+        # another process may have built the same cell meanwhile: theirs is as good
+        with contextlib.suppress(OSError):
+            work.rename(entry)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return _built(entry, record, cached=False)
+
+
+def _built(entry, record, cached):
+    return {
+        "measured": str(entry / "cell-measured.so"),
+        "sim": str(entry / "cell-sim.so"),
+        **record,
+        "cached": cached,
+    }

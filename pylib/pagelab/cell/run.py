@@ -1,0 +1,181 @@
+"""run_c and simulate_c: a cell's arguments and simulator configuration checked here, in the
+parent, before any worker starts; then its builds run, each in a worker of its own."""
+
+import re
+import signal
+
+from ..core.errors import BadInput
+from ..core.reading import Reading
+from ..counters import events as _events
+from ..native import worker as _worker
+from ..sim.config import make_config
+from ..sim.lines import LineCounts, LineView
+from .build import MODES, cached_build, sim_mode
+from .result import CellResult
+
+CELL_EVENTS = (
+    "task-clock",
+    "page-faults",
+    "cycles",
+    "instructions",
+    "L1-dcache-load-misses",
+    "LLC-load-misses",
+    "dTLB-load-misses",
+)
+DEFAULT_TIMEOUT = 10.0  # s per run: student loops are short; an endless one is stopped here
+DEFAULT_MEMORY = 1 << 30  # bytes of address space a cell may use beyond the interpreter's
+
+
+def run_c(
+    source,
+    events=None,
+    *,
+    sim=True,
+    config=None,
+    timeout=DEFAULT_TIMEOUT,
+    memory=DEFAULT_MEMORY,
+    force=False,
+    name="cell",
+):
+    """Compile ``source`` (C with pagelab_cell.h) and run it measured and, unless ``sim`` is
+    False, simulated: ``sim`` True picks the mode from the source (sim_mode), or names it
+    ("every", "marked"). ``config``: the simulator's geometry (None: this machine's; a dict as
+    Simulator takes), checked before anything runs: a refused one leaves the measured run and
+    says why there is no simulated one. ``force`` rebuilds a cached build. Compiler errors
+    raise BadInput with gcc's messages (cell line numbers); a crash, a timeout or a hog raise
+    the worker's one-line error for the measured run, and become the simulated column's reason
+    for the simulated one.
+    The result's ``lines`` holds the simulated counts line by line."""
+    mode = _check(source, sim, name)
+    events = [e.name for e in _events.events(events or CELL_EVENTS)]  # bad names fail first
+    spec = refused = None
+    if mode is not None:
+        try:  # checked before any worker starts; a refused one costs only the simulated run
+            spec = make_config(config).to_dict()
+        except BadInput as e:
+            refused = f"not run: {e}"
+    builds = cached_build(source, mode or "every", force, name)
+    measured = _execute(builds["measured"], events, None, timeout, memory)
+    result = _result(measured, builds)
+    if mode is None:
+        result.simulated_reason = "not run (--no-sim)"
+        return result
+    result.mode = mode
+    if refused:
+        result.simulated_reason = refused
+        return result
+    try:
+        result.simulated, result.lines, _ = _simulate(source, name, builds, spec, timeout, memory)
+    except (_worker.WorkerError, BadInput) as e:
+        # the measured run stands; the simulated column says why it is empty
+        result.simulated_reason = f"not run: {e}"
+    return result
+
+
+def simulate_c(
+    source,
+    *,
+    sim=True,
+    config=None,
+    timeout=DEFAULT_TIMEOUT,
+    memory=DEFAULT_MEMORY,
+    force=False,
+    name="cell",
+):
+    """Only the simulated run of ``run_c``: (the simulated readings, the LineView, the run's
+    record: label, status, stdout, notes). What `pagelab sim c FILE.c` shows."""
+    mode = _check(source, sim, name)
+    if mode is None:
+        raise BadInput(f"simulate_c runs the simulated build: sim is True or one of {MODES}")
+    spec = make_config(config).to_dict()  # checked before anything is built
+    builds = cached_build(source, mode, force, name)
+    return _simulate(source, name, builds, spec, timeout, memory)
+
+
+def _simulate(source, name, builds, spec, timeout, memory):
+    """The simulated build run with ``spec`` (a checked SimConfig.to_dict()): (its readings,
+    its LineView, the run's record)."""
+    simulated = _execute(builds["sim"], None, spec, timeout, memory, name)
+    return _sim_readings(simulated), _lines(source, name, simulated, builds), simulated
+
+
+def _check(source, sim, name):
+    """The simulated build's mode, or None for no simulated run; BadInput for bad arguments."""
+    if not isinstance(source, str) or not source.strip():
+        raise BadInput("the cell is empty: write a C program with a main()")
+    if not re.fullmatch(r"[\w.+-]+", name):
+        raise BadInput(f"the program's name {name!r} must be a plain file name")
+    if sim is False or sim is None:
+        return None
+    if sim is not True and sim not in MODES:
+        raise BadInput(f"unknown simulation mode {sim!r}: use {' or '.join(MODES)}")
+    return sim_mode(source) if sim is True else sim
+
+
+def _sim_readings(raw):
+    return [Reading.from_dict(n, d) for n, d in raw["metrics"].items() if d["source"] == "sim"]
+
+
+def _lines(source, name, raw, builds):
+    """The LineView of a simulated run, with what it did not see."""
+    lines = {}
+    for no, counts in raw["lines"].items():
+        lines[int(no)] = LineCounts(*counts)
+    notes = [raw["scope"]]
+    if builds["unseen"]:
+        notes.append(
+            "not simulated: the memory touched inside these library calls: "
+            + ", ".join(builds["unseen"])
+        )
+    if raw["other_threads"]:
+        notes.append(
+            f"{raw['other_threads']:,} accesses by other threads than main()'s were not "
+            "simulated (the model is one core's caches)"
+        )
+    return LineView(
+        name,
+        source,
+        lines,
+        LineCounts(*raw["outside"]),
+        tuple(raw["levels"]),
+        notes,
+    )
+
+
+def _execute(path, events, sim, timeout, memory, name="cell"):
+    """One run of a built cell in a worker; its failures say what most likely happened."""
+    what = "simulated C cell" if sim is not None else "C cell"
+    args = {"path": path, "events": events, "sim": sim, "name": name}
+    try:
+        return _worker.call(
+            "pagelab.cell.execute:execute", args, timeout=timeout, address_space=memory, what=what
+        )
+    except _worker.WorkerTimeout:
+        raise _worker.WorkerTimeout(
+            f"the {what} ran longer than {timeout:g} s and was stopped "
+            "(an endless loop? --timeout S allows longer)"
+        ) from None
+    except _worker.WorkerDied as e:
+        name = signal.Signals(e.signal).name
+        hint = ""
+        if e.signal in (signal.SIGSEGV, signal.SIGBUS):
+            hint = (
+                " (a bad pointer, or an unchecked malloc() returning NULL once the cell "
+                f"reached its memory limit, --mem {memory >> 20} MiB)"
+            )
+        raise _worker.WorkerDied(f"the {what} crashed with {name}{hint}", e.signal) from None
+
+
+def _result(raw, builds):
+    readings = [Reading.from_dict(n, d) for n, d in raw["metrics"].items()]
+    notes = list(raw["notes"])
+    if builds["warnings"]:
+        notes.append("gcc warned:\n" + builds["warnings"])
+    return CellResult(
+        raw["label"],
+        readings,
+        stdout=raw["stdout"],
+        status=raw["status"],
+        notes=notes,
+        exited=raw["exited"],
+    )
