@@ -13,7 +13,7 @@ costs, and how fast the browser draws.
   ``%%counters``, and with ``%pagelab autocount on``, against the empty cell alone, in an
   in-process IPython shell.
 
-Each returns a dict. ``pagelab bench`` reports six numbers from them (FIGURES: its key -> the
+Each returns a dict. ``python -m bench`` reports six numbers from them (FIGURES: its key -> the
 function here that returns (value, details); the function's docstring is the figure's meaning).
 A figure whose browser or Jupyter server is not here raises Missing with the reason.
 Run all: .venv/bin/python bench/bench_live.py
@@ -348,7 +348,7 @@ def autocount_cost(runs=200):
     }
 
 
-# ---- what `pagelab bench` reports -------------------------------------------------------------
+# ---- what `python -m bench` reports -------------------------------------------------------------
 
 
 def rate_hz():

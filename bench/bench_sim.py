@@ -16,7 +16,7 @@ Access streams, 8-byte loads:
 Configurations: this machine's L1D + DTLB (with and without miss classification), and the
 whole default hierarchy (L1D, L2, LLC, DTLB, STLB, classification on).
 
-The cache workload's simulated run against cachegrind is `pagelab bench`'s
+The cache workload's simulated run against cachegrind is `python -m bench`'s
 sim.vs_cachegrind.speedup.
 """
 

@@ -1,4 +1,4 @@
-"""What every part of `pagelab bench` shares: a figure's record (its value beside its goal, or
+"""What every part of `python -m bench` shares: a figure's record (its value beside its goal, or
 the reason it is missing) and the timing helpers, A B A B in turn."""
 
 import resource
@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]  # a source checkout: bench/, notebooks/
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: bench/, csrc/, notebooks/
 
 
 def _figure(value, unit, meaning, command, goal=None, higher_is_better=True, reason=None, **extra):
@@ -25,7 +25,7 @@ def _figure(value, unit, meaning, command, goal=None, higher_is_better=True, rea
     return d
 
 
-def _unavailable(unit, meaning, reason, command="pagelab bench --json"):
+def _unavailable(unit, meaning, reason, command="python -m bench --json"):
     return _figure(None, unit, meaning, command, reason=reason)
 
 

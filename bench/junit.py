@@ -1,5 +1,5 @@
 """Reading the junit report of an nbval run (pytest --junitxml): per chapter, each cell's
-outcome and the seconds its cells took. The chapter tests and `pagelab bench` both use it."""
+outcome and the seconds its cells took. The chapter tests and `python -m bench` both use it."""
 
 import xml.etree.ElementTree as ET
 

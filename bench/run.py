@@ -1,4 +1,4 @@
-"""`pagelab bench`: the performance figures of issue 12, each measured side by side in one run.
+"""`python -m bench`: the performance figures of issue 12, each measured side by side in one run.
 
 Every figure that compares two things (pagelab against a yardstick) times them in turn, A B A B,
 and takes the median of the pair-by-pair ratios, so it holds on a machine whose speed drifts.
@@ -25,7 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from .._version import __version__
+from pagelab._version import __version__
+
 from .figures import (
     ROOT,
     _child_cpu,
@@ -171,7 +172,7 @@ class _Bench:
         )
 
     def worker_start(self):
-        from ..native import worker as _worker
+        from pagelab.native import worker as _worker
 
         self.log("worker start")
         walls = []
@@ -210,7 +211,7 @@ class _Bench:
     # --- counters -----------------------------------------------------------------------------
 
     def counters(self):
-        from ..counters.group import measure
+        from pagelab.counters.group import measure
 
         self.log("empty measure() brackets")
         events = "page-faults,task-clock"
@@ -231,20 +232,20 @@ class _Bench:
                 "us",
                 "wall time of an empty `with pagelab.measure('page-faults,task-clock')` block, "
                 "the group's open and close included",
-                "pagelab bench --json (counters)",
+                "python -m bench --json (counters)",
             ),
             "counters.floor_faults": _figure(
                 statistics.median(faults) if opened else None,
                 "faults",
                 "page faults an empty measure() block counts (what lands inside the span)",
-                "pagelab bench --json (counters)",
+                "python -m bench --json (counters)",
                 reason=why,
             ),
             "counters.floor_task_clock_us": _figure(
                 statistics.median(clocks) / 1e3 if opened else None,
                 "us",
                 "task-clock an empty measure() block counts",
-                "pagelab bench --json (counters)",
+                "python -m bench --json (counters)",
                 reason=why,
             ),
         }
@@ -252,8 +253,8 @@ class _Bench:
     def read_cost(self):
         """A group read through pl_group_read against bare read(2)s of the same fd, both looped
         in C; and the same for the rdpmc path where hardware events open and rdpmc is allowed."""
-        from .._native import ffi, lib
-        from ..counters.group import CounterGroup
+        from pagelab._native import ffi, lib
+        from pagelab.counters.group import CounterGroup
 
         loop = 10_000
         out = {}
@@ -290,7 +291,7 @@ class _Bench:
                 _ratio(a, b),
                 "x",
                 meaning,
-                "pagelab bench --json (counters)",
+                "python -m bench --json (counters)",
                 read_ns=statistics.median(a) / loop * 1e9,
                 syscall_ns=statistics.median(b) / loop * 1e9,
             )
@@ -305,7 +306,7 @@ class _Bench:
             return None, "a C compiler (cc) is needed to build the standalone harness"
         if not (ROOT / "csrc").is_dir():
             return None, "needs a source checkout (csrc/) to build the standalone harness"
-        from .. import _ffi_build
+        from pagelab import _ffi_build
 
         main, exe, objs = self.tmp / "harness.c", self.tmp / "harness", self.tmp / "objs"
         main.write_text(HARNESS)
@@ -324,10 +325,10 @@ class _Bench:
         """A workload through cffi in a worker against the same source compiled standalone -O2:
         the CPU time of its timed regions in each, A B A B, each run a fresh process; and the
         workload's machine code in each build."""
-        from ..experiments import runner as _run
-        from ..experiments.cache import WRITEUP_LINES
-        from ..native import worker as _worker
-        from ..native import workloads as _workloads
+        from pagelab.experiments import runner as _run
+        from pagelab.experiments.cache import WRITEUP_LINES
+        from pagelab.native import worker as _worker
+        from pagelab.native import workloads as _workloads
 
         exe, why = self.harness()
         out = {}
@@ -371,7 +372,7 @@ class _Bench:
                 _ratio(a, b),
                 "x",
                 meaning,
-                f"pagelab bench --json ({key})",
+                f"python -m bench --json ({key})",
                 goal=1.03,
                 higher_is_better=False,
                 source="rusage",
@@ -495,7 +496,7 @@ class _Bench:
 
 
 def _machine(load_before):
-    from ..counters.doctor import environment
+    from pagelab.counters.doctor import environment
 
     env = environment()
     return {
@@ -514,14 +515,14 @@ def _machine(load_before):
 def run(fast=False, log=None):
     """Measure every figure; one JSON-ready document. ``fast`` skips `run all` and the chapters
     and takes fewer repetitions."""
-    from . import bench_sim
+    from . import sim_figures
 
     log = log or (lambda msg: None)
     b = _Bench(fast, log)
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     figures = {"import_s": b.imports(), "worker_start_s": b.worker_start()}
-    figures.update(bench_sim.figures(b))
+    figures.update(sim_figures.figures(b))
     figures.update(b.counters())
     figures.update(b.read_cost())
     figures.update(b.fidelity())
@@ -548,7 +549,7 @@ def pyperf_suite(doc):
     """The document's raw timings as a pyperf BenchmarkSuite (seconds; one run per figure)."""
     import pyperf
 
-    from ..experiments.classreport import pyperf_metadata
+    from pagelab.experiments.classreport import pyperf_metadata
 
     machine = pyperf_metadata({**doc["machine"], "pagelab": doc["version"]})
     benchmarks = []

@@ -1,4 +1,4 @@
-"""`pagelab bench`'s simulator figures (issue 22), each beside its goal and, where it compares,
+"""`python -m bench`'s simulator figures (issue 22), each beside its goal and, where it compares,
 its reference measured in the same run: accesses per second and per path (time and callgrind's
 instruction count), large and non-power-of-two levels against power-of-two ones, trace replay
 against csim-ref and cachegrind, the cache workload's simulated run against cachegrind.
@@ -13,6 +13,7 @@ import re
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -74,12 +75,12 @@ def _peak_rss():
 
 
 def working_set(llc):
-    """In a worker: WORKING_SET through BIG_HOST's hierarchy with LLC llc (simulator created,
-    fed PASSES times, reset): the thread's CPU seconds, the growth of the peak RSS, and the
-    LLC's hits and misses."""
+    """In a process of its own: WORKING_SET through BIG_HOST's hierarchy with LLC llc
+    (simulator created, fed PASSES times, reset): the thread's CPU seconds, the growth of the
+    peak RSS, and the LLC's hits and misses."""
     import numpy as np
 
-    from ..sim.simulator import Simulator
+    from pagelab.sim.simulator import Simulator
 
     lines = np.random.default_rng(0).permutation(WORKING_SET // 64).astype(np.uint64)
     addr = lines * np.uint64(64)
@@ -128,8 +129,8 @@ def _feed(sim, addr):
 def accesses(b):
     import numpy as np
 
-    from ..sim.config import default_config
-    from ..sim.simulator import Simulator
+    from pagelab.sim.config import default_config
+    from pagelab.sim.simulator import Simulator
 
     m = default_config()
     cfg = {"l1": m.l1, "l2": None, "llc": None, "dtlb": m.dtlb, "stlb": None}
@@ -149,7 +150,7 @@ def accesses(b):
             f"and DTLB ({m.dtlb.describe()}), miss classification on; "
             + ("sequential" if key == "seq8" else "one access per line")
             + "; no_classify: the same with classification off, in turn",
-            "pagelab bench --json (sim.accesses_per_s)",
+            "python -m bench --json (sim.accesses_per_s)",
             goal=goal,
             no_classify=n / statistics.median(off),
         )
@@ -170,7 +171,7 @@ def paths(b):
         return {
             f"sim.path.{p}": _unavailable("instructions", meaning.format(p), why) for p in PATHS
         }
-    from .. import _ffi_build
+    from pagelab import _ffi_build
 
     exe = b.tmp / "sim-paths"
     sources = sorted(str(p) for p in (ROOT / "csrc" / "sim").glob("*.c"))
@@ -227,13 +228,14 @@ def _path_descriptions(src):
 def big_llc(b):
     """BIG_HOST against the same with a 32 MiB LLC, and against a same-sized LLC with a power of
     two of sets, each run in a fresh worker, in turn."""
-    from ..native import worker as _worker
-
     runs = {BIG_HOST["llc"]: [], SMALL_LLC: [], POT_LLC: []}
 
     def one(llc):
         b.log(f"simulator with a {llc} LLC, {WORKING_SET >> 20} MiB working set")
-        runs[llc].append(_worker.call(f"{__name__}:working_set", {"llc": llc}, what="bench"))
+        # a fresh process each (the checkout's bench is not importable by pagelab's workers)
+        cmd = [sys.executable, "-m", "bench.sim_figures", "working_set", llc]
+        out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        runs[llc].append(json.loads(out))
         return runs[llc][-1]["cpu_s"]
 
     a, s = _pairs(lambda: one(BIG_HOST["llc"]), lambda: one(SMALL_LLC), 3)
@@ -255,7 +257,7 @@ def big_llc(b):
             "x",
             f"CPU time of a simulator for {hierarchy} over the same with a 32 MiB 16-way "
             f"LLC: created, fed {work}, reset; each in a fresh worker, in turn",
-            "pagelab bench --json (sim.llc_480m_vs_32m)",
+            "python -m bench --json (sim.llc_480m_vs_32m)",
             goal=1.5,
             higher_is_better=False,
             reference=f"32 MiB LLC {statistics.median(s):.3g} s",
@@ -268,7 +270,7 @@ def big_llc(b):
             "growth of the worker's peak RSS (VmHWM) in those runs, 480 MiB LLC over 32 MiB: "
             "the large LLC holds every line of the working set (and its classification "
             "tracks them all), the small one half of them",
-            "pagelab bench --json (sim.llc_480m_vs_32m)",
+            "python -m bench --json (sim.llc_480m_vs_32m)",
             source="rusage",
             mb_480m=statistics.median(rss_a) / 1e6,
             mb_32m=statistics.median(rss_b) / 1e6,
@@ -281,7 +283,7 @@ def big_llc(b):
             f"the same CPU time with the 480 MiB LLC's 491,520 sets (16 ways, not a power of "
             f"two: division-free reduction, a lazy level) over a 480 MiB LLC of 524,288 sets "
             f"(15 ways, a mask), both fed {work}, in turn",
-            "pagelab bench --json (sim.npot_vs_pot)",
+            "python -m bench --json (sim.npot_vs_pot)",
             goal=1.2,
             higher_is_better=False,
             reference=f"2^19 sets {statistics.median(pot):.3g} s",
@@ -293,8 +295,8 @@ def npot_l1(b):
     """An L1D whose sets are not a power of two against a same-sized one whose are, in turn."""
     import numpy as np
 
-    from ..sim.config import default_config
-    from ..sim.simulator import Simulator
+    from pagelab.sim.config import default_config
+    from pagelab.sim.simulator import Simulator
 
     n = 1 << (20 if b.fast else 22)
     addr = np.random.default_rng(1).integers(0, 256 << 10, n, dtype=np.uint64) & ~np.uint64(7)
@@ -311,7 +313,7 @@ def npot_l1(b):
             f"CPU time of 8-byte loads at random over 256 KiB through an L1D of {NPOT_L1} (48 "
             f"sets) and this machine's DTLB, classified, over the same through {POT_L1} (64 "
             "sets), in turn",
-            "pagelab bench --json (sim.npot_vs_pot)",
+            "python -m bench --json (sim.npot_vs_pot)",
             goal=1.2,
             higher_is_better=False,
             reference=f"64 sets {n / statistics.median(pot):.3g} accesses/s",
@@ -339,7 +341,7 @@ def matrix_trace(b):
 
 
 def trace_figures(b, trace):
-    from ..sim.cachelab import cachelab
+    from pagelab.sim.cachelab import cachelab
 
     how = "valgrind and a C compiler are needed to make the lackey trace"
     if trace is None:
@@ -365,7 +367,7 @@ def trace_figures(b, trace):
             "lines/s",
             f"lackey trace lines read and simulated per second by cachelab() (-s 6 -E 8 "
             f"-b 6), in process, on the {lines:,}-line trace of a 512x512 matrix program",
-            "pagelab bench --json (sim.trace_lines_per_s)",
+            "python -m bench --json (sim.trace_lines_per_s)",
         ),
         "sim.cachelab_command_s": _figure(
             statistics.median(whole),
@@ -433,7 +435,7 @@ def csimref(b, trace, lines):
             whole,
             "x",
             meaning + f", on the whole {lines:,}-line matrix trace (same hits, misses, evictions)",
-            "pagelab bench --json (sim.vs_csimref)",
+            "python -m bench --json (sim.vs_csimref)",
             goal=2,
             reference=f"csim-ref {details[f'csimref_s_{lines}_lines']:.3g} s",
         ),
@@ -444,7 +446,7 @@ def csimref(b, trace, lines):
             + ": the smallest over the trace's first "
             + ", ".join(f"{n:,}" for n in speedups)
             + " lines (same answers at every size)",
-            "pagelab bench --json (sim.vs_csimref)",
+            "python -m bench --json (sim.vs_csimref)",
             goal=2,
             reference="csim-ref, each size",
             **details,
@@ -477,7 +479,7 @@ def _cachegrind(argv, out, ll="1048576,16,64"):
 
 def _speedup(key, a, s, meaning, **extra):
     """Figure key: cachegrind's CPU times a over pagelab's s, pair by pair."""
-    command = f"pagelab bench --json ({key})"
+    command = f"python -m bench --json ({key})"
     reference = f"cachegrind {statistics.median(a):.3g} s"
     return _figure(_ratio(a, s), "x", meaning, command, reference=reference, **extra)
 
@@ -486,9 +488,9 @@ def cachegrind_workload(b):
     """The cache workload's simulated run (its -DPL_SIM build, L1D + DTLB, first-level
     classification, as the experiments run it) against cachegrind running the same C built
     standalone -O2 (the fidelity harness): CPU time of each run, in turn."""
-    from ..experiments import cache
-    from ..native import workloads as _workloads
-    from ..sim.config import make_config
+    from pagelab.experiments import cache
+    from pagelab.native import workloads as _workloads
+    from pagelab.sim.config import make_config
 
     meaning = (
         f"CPU time of cachegrind (D1 {':'.join(map(str, D1))}) running the cache workload "
@@ -544,7 +546,7 @@ def cachegrind_workload(b):
 def cachegrind_trace(b):
     """The matrix program under cachegrind against its lackey trace replayed by pagelab
     through the same L1D: CPU time of each whole command, and the misses each counts."""
-    from ..sim.simulator import Simulator
+    from pagelab.sim.simulator import Simulator
 
     src, exe = b.tmp / "matrix.c", b.tmp / "matrix-o2"
     src.write_text(MATRIX)
@@ -584,7 +586,7 @@ def cachegrind_trace(b):
             f"pagelab's L1D misses replaying the matrix program's trace over cachegrind's "
             f"D1mr + D1mw running it ({got:,} / {expected:,}): the same accesses, seen by "
             "both",
-            "pagelab bench --json (sim.vs_cachegrind)",
+            "python -m bench --json (sim.vs_cachegrind)",
             reference=f"cachegrind {expected:,} misses",
         ),
     }
@@ -686,3 +688,7 @@ def figures(b):
         trace.unlink()
     out.update(cachegrind(b))
     return out
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["working_set"]:
+    print(json.dumps(working_set(sys.argv[2])))

@@ -12,11 +12,11 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from bench.junit import nbval_outcomes
 
 import pagelab
 from described import hosts, size_bytes, write_tree
 from helpers import ROOT, TIMED, json_document, run
-from pagelab.cli.junit import nbval_outcomes
 from pagelab.experiments import common
 from pagelab.machine import caches as _caches
 

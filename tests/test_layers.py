@@ -21,9 +21,10 @@ LAYERS = (
     "cli",
 )
 # The package's face: __init__ (the public API), __main__, the version, the cffi builder and the
-# module it builds. Every layer may import the built module, the builder and the version.
+# module it builds. Every layer may import the built module and the version; the builder is for
+# the build alone.
 FACE = {"__init__", "__main__", "_version", "_ffi_build"}
-EVERYONE = {"pagelab._native", "pagelab._version", "pagelab._ffi_build"}
+EVERYONE = {"pagelab._native", "pagelab._version"}
 # The public API the layout must keep (the 57 names `pagelab` exported before it).
 PUBLIC = {
     "BadInput", "BudgetExceeded", "CacheGeometry", "CachelabResult", "Claim", "ClassReport",
@@ -155,3 +156,28 @@ def test_every_module_imports():
     for name in sorted(modules()):
         if not name.endswith("__main__"):
             importlib.import_module(name)
+
+
+def test_the_package_reaches_nothing_outside_itself():
+    """No module of the installed package imports the build script, the checkout's bench/ or
+    tests/, or finds the checkout by climbing above its own parent (the maintainer's bench is the
+    checkout's `python -m bench`)."""
+    outside = []
+    for name, path in modules().items():
+        if name == "pagelab._ffi_build":
+            continue
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            bad = [n for n in names if n.split(".")[0] in ("bench", "tests", "helpers")]
+            bad += [a.name for a in getattr(node, "names", []) if a.name == "_ffi_build"]
+            bad += [n for n in names if n.endswith("_ffi_build")]
+            outside += [f"{name}: {n}" for n in bad]
+        if "parents[3]" in text:
+            outside.append(f"{name}: parents[3]")
+    assert not outside, outside

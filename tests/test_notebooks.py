@@ -11,9 +11,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from bench.junit import nbval_outcomes
 
 from helpers import NOBODY, ROOT, run, run_as_nobody
-from pagelab.cli.junit import nbval_outcomes
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CHECK = "# NBVAL_CHECK_OUTPUT"

@@ -231,33 +231,6 @@ def _sim_c(args):
     return 0
 
 
-def _bench(args):
-    from . import bench as _bench
-
-    def log(msg):
-        print(f"bench: {msg}", file=sys.stderr, flush=True)
-
-    import importlib.util
-
-    if args.output and importlib.util.find_spec("pyperf") is None:
-        raise BadInput("-o needs pyperf: pip install 'pagelab[bench]'")
-    doc = _bench.run(fast=args.fast, log=log)
-    if args.output:
-        _bench.pyperf_suite(doc).dump(args.output, replace=True)
-    if args.json:
-        _print_json(doc)
-    else:
-        for key, f in doc["figures"].items():
-            value = "unavailable" if f["value"] is None else f"{f['value']:.4g} {f['unit']}"
-            goal = (
-                ""
-                if f.get("goal") is None
-                else f"  (goal {f['goal']:g}: {'met' if f['met'] else 'missed'})"
-            )
-            print(f"{key:<36} {value}{goal}")
-    return 0
-
-
 def _report(args):
     from ..experiments.classreport import class_report
 
@@ -395,20 +368,6 @@ def _parser():
     c.add_argument("--timeout", type=float, default=60.0, help="seconds the run may take")
     c.add_argument("--json", action="store_true", help="one JSON document on stdout")
     c.set_defaults(func=_sim_c)
-
-    b = sub.add_parser(
-        "bench",
-        help="measure the performance figures (docs/performance.md), each side by side",
-        usage="pagelab bench [--json] [--fast] [-o PYPERF.json]",
-    )
-    b.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    b.add_argument(
-        "--fast",
-        action="store_true",
-        help="fewer repetitions; skip run all, nbval and the browser, server and widget figures",
-    )
-    b.add_argument("-o", "--output", help="also write the raw timings for pyperf compare_to")
-    b.set_defaults(func=_bench)
 
     rep = sub.add_parser(
         "report",
