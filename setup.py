@@ -25,7 +25,8 @@ LABEXTENSION_DEST = "share/jupyter/labextensions/pagelab"
 
 # Package data copied in from outside pylib/, beside pagelab/native/shipped.py, which finds it:
 # source directory -> (destination, glob patterns). The C sources are shown in the chapters
-# (pagelab.source); of the headers only the public ones (csrc/include), once, for `%%c`.
+# (pagelab.source); of the headers only the public ones (csrc/include: the cffi face and what
+# `%%c` includes), once; each component keeps its private ones beside its C.
 COPIED = {
     ROOT / "notebooks": ("native/chapters", ["*.ipynb"]),
     ROOT / "csrc": ("native/csrc", ["**/*.c", "include/*.h"]),

@@ -312,7 +312,14 @@ class _Bench:
         main.write_text(HARNESS)
         objs.mkdir(exist_ok=True)
         self.log("building the standalone -O2 harness from csrc/")
-        cmd = ["cc", *_ffi_build.CFLAGS, "-D_GNU_SOURCE", f"-I{_ffi_build.INCLUDE}", "-c"]
+        cmd = [
+            "cc",
+            *_ffi_build.CFLAGS,
+            "-D_GNU_SOURCE",
+            f"-I{_ffi_build.INCLUDE}",
+            f"-I{_ffi_build.CSRC}",
+            "-c",
+        ]
         built = []
         for src in [*(ROOT / s for s in _ffi_build._sources()), main]:
             built.append(objs / (src.relative_to(src.parents[1]).as_posix().replace("/", "-")))

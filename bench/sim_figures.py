@@ -175,7 +175,14 @@ def paths(b):
 
     exe = b.tmp / "sim-paths"
     sources = sorted(str(p) for p in (ROOT / "csrc" / "sim").glob("*.c"))
-    cmd = ["cc", *_ffi_build.CFLAGS, "-D_GNU_SOURCE", f"-I{_ffi_build.INCLUDE}", str(src)]
+    cmd = [
+        "cc",
+        *_ffi_build.CFLAGS,
+        "-D_GNU_SOURCE",
+        f"-I{_ffi_build.INCLUDE}",
+        f"-I{_ffi_build.CSRC}",
+        str(src),
+    ]
     subprocess.run([*cmd, *sources, "-lm", "-o", str(exe)], check=True)
     whats = _path_descriptions(src)
     out = {}

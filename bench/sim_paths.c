@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pl_sim.h"
+#include "sim/pl_sim.h"
 
 /* One path: an address stream base + (i mod period) * stride (period a power of two), and the
  * hierarchy it runs through. */

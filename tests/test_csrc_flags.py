@@ -8,6 +8,8 @@ import pytest
 from helpers import CFLAGS, ROOT
 
 SOURCES = sorted((ROOT / "csrc").rglob("*.c"))
+# as _ffi_build.py compiles: the public headers by name, a component's private ones by path
+INCLUDES = ["-I", str(ROOT / "csrc" / "include"), "-I", str(ROOT / "csrc")]
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on PATH")
@@ -15,7 +17,7 @@ SOURCES = sorted((ROOT / "csrc").rglob("*.c"))
 def test_c_file_compiles_without_warnings(src):
     """A real compile (-c: the optimiser's warnings run too), STYLE.md's flags, -Werror."""
     r = subprocess.run(
-        ["cc", *CFLAGS, "-c", "-o", "/dev/null", "-I", ROOT / "csrc" / "include", src],
+        ["cc", *CFLAGS, "-c", "-o", "/dev/null", *INCLUDES, src],
         capture_output=True,
         text=True,
     )
@@ -27,7 +29,7 @@ def test_the_pl_sim_hook_compiles_into_a_workload():
     if shutil.which("cc") is None:
         pytest.skip("no C compiler (cc) on PATH")
     kernel = (
-        '#include "pl_access.h"\n'
+        '#include "harness/pl_access.h"\n'
         "long PL_NAME(sum)(struct pl_sim *sim, long *a, int n);\n"
         "long PL_NAME(sum)(struct pl_sim *sim, long *a, int n)\n"
         "{\n    long s = 0;\n    for (int i = 0; i < n; i++) {\n"
@@ -45,8 +47,7 @@ def test_the_pl_sim_hook_compiles_into_a_workload():
                 "/dev/null",
                 "-x",
                 "c",
-                "-I",
-                str(ROOT / "csrc" / "include"),
+                *INCLUDES,
                 "-",
             ],
             input=kernel,
@@ -56,7 +57,7 @@ def test_the_pl_sim_hook_compiles_into_a_workload():
         assert r.returncode == 0, r.stderr
 
 
-# Kernel names csrc/include/pl_compat.h supplies when the C library's headers lack them.
+# Kernel names csrc/harness/pl_compat.h supplies when the C library's headers lack them.
 COMPAT = ("MADV_PAGEOUT", "MAP_FIXED_NOREPLACE", "O_TMPFILE", "PR_SET_THP_DISABLE")
 # Old headers, simulated: the system headers are read first and the newer names removed; their
 # include guards keep the names from coming back, as if the headers never had them.
@@ -69,7 +70,7 @@ USERS = [p for p in SOURCES if any(name in p.read_text() for name in COMPAT)]
 def _defined_in(src, extra):
     """For each COMPAT name src uses, the file holding its last #define (preprocessor output)."""
     r = subprocess.run(
-        ["cc", *CFLAGS, *extra, "-E", "-dD", "-I", ROOT / "csrc" / "include", src],
+        ["cc", *CFLAGS, *extra, "-E", "-dD", *INCLUDES, src],
         capture_output=True,
         text=True,
         check=True,
@@ -105,8 +106,7 @@ def test_newer_flags_compile_with_and_without_the_headers_defining_them(src, tmp
             "-c",
             "-o",
             "/dev/null",
-            "-I",
-            ROOT / "csrc" / "include",
+            *INCLUDES,
             src,
         ],
         capture_output=True,
@@ -121,11 +121,11 @@ def test_fallback_values_are_the_kernels():
     probe = (
         "#include <fcntl.h>\n#include <sys/mman.h>\n#include <sys/prctl.h>\n"
         + "".join(f"enum {{ real_{n} = {n} }};\n#undef {n}\n" for n in COMPAT)
-        + '#include "pl_compat.h"\n'
+        + '#include "harness/pl_compat.h"\n'
         + "".join(f'_Static_assert({n} == real_{n}, "{n}");\n' for n in COMPAT)
     )
     r = subprocess.run(
-        ["cc", *CFLAGS, "-fsyntax-only", "-x", "c", "-I", str(ROOT / "csrc" / "include"), "-"],
+        ["cc", *CFLAGS, "-fsyntax-only", "-x", "c", *INCLUDES, "-"],
         input=probe,
         capture_output=True,
         text=True,

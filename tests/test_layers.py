@@ -1,7 +1,9 @@
 """The package's layout shows its architecture: sub-packages by responsibility, each importing only
-from the layers below it, no import cycle, and only the package's face at its top."""
+from the layers below it, no import cycle, and only the package's face at its top; the same for
+the C tree's #include arrows between its components."""
 
 import ast
+import re
 
 import pagelab
 from helpers import ROOT
@@ -181,3 +183,102 @@ def test_the_package_reaches_nothing_outside_itself():
         if "parents[3]" in text:
             outside.append(f"{name}: parents[3]")
     assert not outside, outside
+
+
+# ---- the C tree ---------------------------------------------------------------------------------
+
+CSRC = ROOT / "csrc"
+# The C components, lowest first (csrc/<name>/, the headers of csrc/include/ placed by
+# PUBLIC_HEADERS): a file includes only from its own component or below. csrc/tools/ holds
+# standalone programs, outside the module.
+C_LAYERS = ("student", "perf", "sim", "proc", "harness", "workloads", "cell", "face")
+# csrc/include/: what the wheel ships (setup.py), by component: the student headers %%c compiles
+# against, the cffi face, and perf's public headers (issue 30 moves pl_events.h and
+# pl_sampling.h, perf's own, into csrc/perf/).
+PUBLIC_HEADERS = {
+    "pagelab_cell.h": "student",
+    "pagelab_cell_every.h": "student",
+    "pl_counters.h": "perf",
+    "pl_events.h": "perf",
+    "pl_sampling.h": "perf",
+    "pagelab.h": "face",
+    "pagelab_cdef.h": "face",
+}
+_INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
+
+
+def c_files():
+    return sorted(p for p in CSRC.rglob("*.[ch]") if p.relative_to(CSRC).parts[0] != "tools")
+
+
+def c_component(path):
+    rel = path.relative_to(CSRC)
+    return PUBLIC_HEADERS[rel.name] if rel.parts[0] == "include" else rel.parts[0]
+
+
+def c_graph():
+    """{file: the files its quoted #includes name}, resolved as the build does: the including
+    file's directory, then -Icsrc/include, then -Icsrc (a private header by its path)."""
+    out = {}
+    for path in c_files():
+        found = set()
+        for name in _INCLUDE.findall(path.read_text()):
+            where = [
+                d / name for d in (path.parent, CSRC / "include", CSRC) if (d / name).is_file()
+            ]
+            assert where, f'{path.relative_to(CSRC)}: #include "{name}" resolves nowhere'
+            found.add(where[0])
+        out[path] = found
+    return out
+
+
+def test_every_c_file_lives_in_a_component():
+    """Every C file is in one of C_LAYERS's components, and csrc/include/ holds only the headers
+    the wheel ships (PUBLIC_HEADERS: setup.py copies csrc/include/*.h and no other header)."""
+    for path in c_files():
+        rel = path.relative_to(CSRC)
+        assert len(rel.parts) == 2, f"{rel} is loose at the top of csrc/"
+        if rel.parts[0] == "include":
+            assert rel.name in PUBLIC_HEADERS, f"{rel} is private: it belongs to its component"
+        assert c_component(path) in C_LAYERS, f"{rel} is in no component"
+    assert {p.name for p in (CSRC / "include").glob("*.h")} == set(PUBLIC_HEADERS)
+    shipped = re.findall(r'"([^"]*\.h)"', (ROOT / "setup.py").read_text())
+    assert shipped == ["include/*.h"], shipped
+
+
+def test_no_include_points_up_a_component():
+    """A C file includes only headers of its own component or of one below it."""
+    up = []
+    for path, targets in c_graph().items():
+        for t in targets:
+            if C_LAYERS.index(c_component(t)) > C_LAYERS.index(c_component(path)):
+                up.append(f"{path.relative_to(CSRC)} -> {t.relative_to(CSRC)}")
+    assert not up, "includes pointing up:\n" + "\n".join(sorted(up))
+
+
+def test_there_are_no_include_cycles():
+    """No C file reaches itself through the headers it includes."""
+    g = c_graph()
+    state, cycle = {}, []
+
+    def visit(n, path):
+        state[n] = "open"
+        for t in sorted(g[n]):
+            if state.get(t) == "open":
+                cycle.append(path + [t])
+            elif t not in state:
+                visit(t, path + [t])
+        state[n] = "done"
+
+    for n in sorted(g):
+        if n not in state:
+            visit(n, [n])
+    assert not cycle, f"include cycles: {cycle}"
+
+
+def test_the_c_checker_sees_an_upward_include():
+    """A header of a component included from one below it counts as an arrow up."""
+    assert C_LAYERS.index(c_component(CSRC / "cell" / "pl_cell.h")) > C_LAYERS.index(
+        c_component(CSRC / "sim" / "pl_sim.h")
+    )
+    assert c_component(CSRC / "include" / "pagelab.h") == C_LAYERS[-1]

@@ -28,7 +28,7 @@ def test_macros_and_whole_files():
 def test_prototypes_are_not_definitions():
     """A name that is only declared in a file is not found there."""
     with pytest.raises(pagelab.BadInput, match="defines no function"):
-        pagelab.source("include/pl_reclaim.h", "pl_reclaim_run")
+        pagelab.source("sim/pl_reclaim.h", "pl_reclaim_run")
 
 
 @pytest.mark.parametrize("path", ["../pyproject.toml", "/etc/passwd", "nothere.c", "Makefile"])

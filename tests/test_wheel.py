@@ -30,6 +30,7 @@ import pytest
 
 from helpers import ROOT, run, stop_group
 from test_lab import free_port
+from test_layers import PUBLIC_HEADERS
 from venvs import (
     JUPYTER_SCRIPTS,
     NODE_MODULES,
@@ -153,14 +154,14 @@ def _lab_files(names):
 
 
 def test_wheel_holds_the_extension_the_chapters_and_the_headers(wheel):
-    """The wheel carries the compiled module, every chapter, pl_region.h, the C sources the
+    """The wheel carries the compiled module, every chapter, the student header, the C sources the
     chapters show, the shipped trace, the widget bundle and its style sheet, and the lab
     extension with its style, all built by `pip wheel .` itself from a tree `make setup` never
     ran in."""
     names = set(zipfile.ZipFile(wheel).namelist())
     assert any(n.startswith("pagelab/_native") and n.endswith(".so") for n in names)
     assert {f"pagelab/native/chapters/{c}" for c in CHAPTERS} <= names
-    assert {"pagelab/native/csrc/include/pl_region.h", "pagelab/results/schema.json"} <= names
+    assert {"pagelab/native/csrc/include/pagelab_cell.h", "pagelab/results/schema.json"} <= names
     # what the chapters show (pagelab.source) and the trace for machines without valgrind
     assert {
         "pagelab/native/csrc/perf/counters.c",
@@ -171,9 +172,10 @@ def test_wheel_holds_the_extension_the_chapters_and_the_headers(wheel):
         "pagelab/jupyter/static/livecounters.js",
         "pagelab/jupyter/static/livecounters.css",
     } <= names
-    # each header once, and only the public ones (csrc/include), not the simulator's own
+    # each header once, and only the public ones (csrc/include), no component's own
     headers = [n for n in names if n.endswith(".h")]
     assert len({Path(n).name for n in headers}) == len(headers), headers
+    assert {Path(n).name for n in headers} == set(PUBLIC_HEADERS), headers
     assert all(n.startswith("pagelab/native/csrc/include/") for n in headers), headers
     lab, config = _lab_files(names)
     assert "share/jupyter/labextensions/pagelab/package.json" in lab
@@ -304,8 +306,8 @@ def test_installed_front_ends_are_the_wheels(wheel, fresh):
 
 
 def test_installed_chapters_and_student_header(fresh, tmp_path):
-    """The chapters ship and can show the C; a student program including pl_region.h compiles
-    with include_dir()."""
+    """The chapters ship and can show the C; a student program including pagelab_cell.h (what
+    %%c includes) compiles with include_dir()."""
     chapters = _installed(fresh, "s.chapters_dir()")
     assert sorted(p.name for p in chapters.glob("*.ipynb")) == CHAPTERS
     include = _installed(fresh, "s.include_dir()")
@@ -314,10 +316,10 @@ def test_installed_chapters_and_student_header(fresh, tmp_path):
     assert str(shown) == "perf/counters.c"
     student = tmp_path / "student.c"
     student.write_text(
-        '#include "pl_region.h"\nint main(void) { struct pl_region r = {0}; '
-        "pl_region_begin(&r); pl_region_end(&r); return r.err; }\n"
+        '#include "pagelab_cell.h"\nint main(void) { PL_REGION_BEGIN(); PL_REGION_END(); '
+        "return 0; }\n"
     )
-    p = run(["cc", "-std=c11", "-D_GNU_SOURCE", "-fsyntax-only", "-I", include, student])
+    p = run(["cc", "-std=gnu11", "-fsyntax-only", "-I", include, student])
     assert p.returncode == 0, p.stderr
 
 

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "pl_region.h"
+#include "harness/pl_region.h"
 
 #define PL_CELL_ERROR_LEN 512 /* room for dlerror()'s message with a long path */
 

@@ -7,16 +7,16 @@
 #include <sys/personality.h>
 
 #include "cell/pl_cell.h"
+#include "harness/pl_region.h"
 #include "pl_counters.h"
-#include "pl_cpuid.h"
 #include "pl_events.h"
-#include "pl_reclaim.h"
-#include "pl_region.h"
 #include "pl_sampling.h"
-#include "pl_sim.h"
-#include "pl_spawn.h"
-#include "pl_trace.h"
-#include "pl_worker.h"
-#include "pl_workloads.h"
+#include "proc/pl_spawn.h"
+#include "proc/pl_worker.h"
+#include "sim/pl_cpuid.h"
+#include "sim/pl_reclaim.h"
+#include "sim/pl_sim.h"
+#include "sim/pl_trace.h"
+#include "workloads/pl_workloads.h"
 
 #endif

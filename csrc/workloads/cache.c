@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
-#include "pl_access.h"
+#include "harness/pl_access.h"
 #include "pl_workloads.h"
 
 #define CACHE_LINE PL_CACHE_LINE /* the lab write-up's CACHE_LINE_SIZE */

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pl_compat.h"
+#include "harness/pl_compat.h"
 #include "pl_workloads.h"
 
 #define WRITE_CHUNK PL_COMPETITION_WRITE_CHUNK /* few syscalls, a small buffer */

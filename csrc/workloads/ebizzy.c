@@ -21,10 +21,10 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "pl_compat.h"
+#include "harness/pl_compat.h"
+#include "harness/pl_steady.h"
 #include "pl_ebizzy.h"
 #include "pl_sampling.h"
-#include "pl_steady.h"
 #include "pl_workloads.h"
 
 #define MAX_THREADS 64

@@ -18,8 +18,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "pl_access.h"
-#include "pl_steady.h"
+#include "harness/pl_access.h"
+#include "harness/pl_steady.h"
 #include "pl_workloads.h"
 
 #define LAT_LINE PL_CACHE_LINE /* one node per cache line */

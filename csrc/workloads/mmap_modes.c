@@ -16,7 +16,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "pl_compat.h"
+#include "harness/pl_compat.h"
 #include "pl_workloads.h"
 
 #define FILL_CHUNK PL_MMAP_FILL_CHUNK

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "pl_compat.h"
+#include "harness/pl_compat.h"
 #include "pl_workloads.h"
 
 int pl_scratch_file(const char *tag, int *named)

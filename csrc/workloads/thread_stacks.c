@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pl_compat.h"
+#include "harness/pl_compat.h"
 #include "pl_workloads.h"
 
 /* 64 KiB chunks: the full window then holds ~16,000 separate mappings (the thread stacks of a

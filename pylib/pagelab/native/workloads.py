@@ -121,7 +121,7 @@ def _value(exp, p, raw):
     return value
 
 
-# ---- facts both sides need: written once in csrc/include/pl_workloads.h, read through the cdef
+# ---- facts both sides need: written once in csrc/workloads/pl_workloads.h, read through the cdef
 
 PAGE = lib.pl_page_size()  # the base page, what one fault maps: the kernel's
 HUGE_PAGE = lib.PL_HUGE_PAGE  # a PMD: what one transparent-huge-page fault maps

@@ -1,7 +1,7 @@
 """Simulator configuration: cache and TLB geometry, where each value came from, and its checks.
 
 Defaults come from the machine: caches from /sys/devices/system/cpu/cpu0/cache, TLBs from
-CPUID (csrc/sim/cpuid.c), and the named PL_SIM_DEFAULT_* values of csrc/include/pl_sim.h where
+CPUID (csrc/sim/cpuid.c), and the named PL_SIM_DEFAULT_* values of csrc/sim/pl_sim.h where
 the machine does not say (origin "assumed"). Every geometry carries an ``origin`` that says which.
 """
 

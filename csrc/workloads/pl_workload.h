@@ -6,8 +6,8 @@
 
 #include <stdint.h>
 
+#include "harness/pl_out.h"
 #include "pl_counters.h"
-#include "pl_out.h"
 
 struct pl_sim;
 

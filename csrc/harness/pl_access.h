@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #ifdef PL_SIM
-#include "pl_sim.h"
+#include "sim/pl_sim.h"
 #define PL_LOAD(sim, p) (pl_sim_access((sim), (uint64_t)(uintptr_t)(p), sizeof *(p), 0), *(p))
 #define PL_STORE(sim, p, v)                                                                        \
     (pl_sim_access((sim), (uint64_t)(uintptr_t)(p), sizeof *(p), 1), *(p) = (v))

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "pl_counters.h"
-#include "pl_sim.h"
+#include "sim/pl_sim.h"
 
 struct pl_snapshot {
     struct pl_counts counts; /* zero when no group is attached */
