@@ -22,7 +22,7 @@ struct path {
     const char *what;
 };
 
-#define LINE PL_SIM_DEFAULT_LINE
+#define LINE PL_CACHE_LINE
 #define PAGE 4096
 #define FRESH (1ull << 40) /* periods this long never repeat within a run: every line is new */
 

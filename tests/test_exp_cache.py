@@ -121,7 +121,7 @@ def test_claim_functions_evaluate_from_either_source(source):
             hw_or_sim.ratio("l1_load_miss_rate", m["L1-dcache-load-misses"], m["L1-dcache-loads"])
         )
     by = {m.label: m for m in measured}
-    p = {"passes": 16, "lines": 512}
+    p = {"passes": 16, "lines": 512, "line": 64}
     for c in (cache._l1_low(by, p, sim), cache._tlb_ratio(by, sim)):
         assert c.holds is True, c
         assert f"({source})" in c.evidence
@@ -230,7 +230,8 @@ def test_the_simulated_build_is_a_second_compile_of_the_same_source(tmp_path):
     obj = tmp_path / "sim_variants.o"
     src = ROOT / "csrc" / "workloads" / "sim_variants.c"
     p = subprocess.run(
-        ["cc", *CFLAGS, f"-I{ROOT / 'csrc' / 'include'}", "-c", str(src), "-o", str(obj)],
+        ["cc", *CFLAGS, f"-I{ROOT / 'csrc' / 'include'}", f"-I{ROOT / 'csrc'}", "-c", str(src)]
+        + ["-o", str(obj)],
         capture_output=True,
         text=True,
     )
@@ -246,7 +247,7 @@ def test_the_simulated_build_is_a_second_compile_of_the_same_source(tmp_path):
     "l1d, lines, flush_kb", [("24K:6", 384, 25), ("48K:12", 512, 49), (None, 512, 33)]
 )
 def test_working_sets_are_one_l1d_worth(tmp_path, monkeypatch, l1d, lines, flush_kb):
-    """By default a working set is the L1D in 64-byte lines, at most the write-up's 512 (32 KiB;
+    """By default a working set is the L1D in its 64-byte lines, at most the write-up's 512 (32 KiB;
     assumed where no L1D is reported), so the L1 claim holds on a 24 KiB L1d too, as the
     simulator models it; the flush before counting is that L1D and 1 KiB more, as the
     write-up's 32 KB + 1 KB."""
@@ -256,5 +257,26 @@ def test_working_sets_are_one_l1d_worth(tmp_path, monkeypatch, l1d, lines, flush
     assert r.params["lines"] == lines and r.params["flush_kb"] == flush_kb
     claim = r.claim("cache-l1-miss-rate-low")
     assert claim.holds is True, claim
-    assert f"working set {lines * 64 // 1024} KiB" in claim.evidence
+    assert f"working set {lines * 64 // 1024} KiB ({lines} lines of 64 B" in claim.evidence
     assert ("assumed" in claim.evidence) == (l1d is None)
+
+
+def test_a_128_byte_line_host_walks_and_says_128_byte_strides(tmp_path, monkeypatch):
+    """On a described host whose L1D has 128-byte lines the working sets are sized in its lines
+    (32 KiB: 256 of them) and walked at a 128-byte stride, the simulated caches have the same
+    line, so each working set still misses once per line, and the result says 128 B."""
+    tree = write_tree(tmp_path, ["1:d:32K:8:128", "2:u:1024K:8:128"])
+    monkeypatch.setenv("PAGELAB_MACHINE", str(tree))
+    r = pagelab.run("cache", sim=True, sets=64, progress=None)
+    assert r.params["line"] == 128 and r.params["lines"] == 256
+    assert any("256 lines of 128 B, the stride between accesses" in n for n in r.notes), r.notes
+    claim = r.claim("cache-l1-miss-rate-low")
+    assert claim.holds is True, claim
+    assert "32 KiB (256 lines of 128 B, the stride)" in claim.evidence
+    assert "128-byte lines" in claim.evidence
+
+
+def test_a_line_that_is_not_a_power_of_two_is_refused():
+    """line=96 is one clear BadInput before anything runs."""
+    with pytest.raises(pagelab.BadInput, match="line must be a power of two"):
+        pagelab.run("cache", line=96, progress=None)

@@ -53,16 +53,29 @@ CACHES = [("L1d", 32 << 10), ("L2", 1 << 20), ("L3", 32 << 20)]
 def test_claims_on_made_up_mountains(small, dense, line, temporal, spatial):
     """The claims compare the right corners of the grid against their 2x thresholds."""
     g = _grid(small, dense, line)
-    assert mountain._temporal(g, CACHES).holds is temporal
-    assert mountain._spatial(g, CACHES).holds is spatial
+    assert mountain._temporal(g, CACHES, 64).holds is temporal
+    assert mountain._spatial(g, CACHES, 64).holds is spatial
+
+
+def test_a_128_byte_line_is_the_stride_the_claims_compare():
+    """With 128-byte lines the claims read the grid at a stride of 16 words and say 128 B; a
+    sweep whose strides stop at 8 words says it has no such stride."""
+    g = {(kb, s): 1000.0 for kb in mountain.sizes(16, 1 << 20) for s in range(1, 17)}
+    g[1 << 20, 1], g[1 << 20, 8], g[1 << 20, 16] = 9000.0, 9000.0, 1500.0
+    c = mountain._spatial(g, CACHES, 128)
+    assert c.holds is True and "stride 128 B (one line) 1,500 MB/s" in c.evidence, c
+    short = {k: v for k, v in g.items() if k[1] <= 8}
+    assert mountain._spatial(short, CACHES, 128).reason == (
+        "the sweep has no stride of 16 words (one 128-byte line)"
+    )
 
 
 def test_claims_need_a_small_set_that_fits_the_l1():
     """A smallest set over half the L1d is not a cache-resident set: no verdict, with the reason."""
     g = {(kb, s): 1000.0 for kb in mountain.sizes(64, 1 << 20) for s in range(1, 9)}
-    c = mountain._temporal(g, CACHES)
+    c = mountain._temporal(g, CACHES, 64)
     assert c.holds is None and "half the L1d (32 KiB)" in c.reason
-    assert mountain._temporal(g, []).reason == "this machine reports no cache sizes"
+    assert mountain._temporal(g, [], 64).reason == "this machine reports no cache sizes"
 
 
 def test_default_run_is_judged_and_plotted():

@@ -72,7 +72,7 @@ def test_missing_sysfs_falls_back_to_named_defaults(tmp_path):
     """No cache directory at all: the PL_SIM_DEFAULT_* geometry, origin 'assumed'."""
     cfg = default_config(tmp_path)
     assert cfg.l1 == CacheGeometry(
-        lib.PL_SIM_DEFAULT_L1_SIZE, lib.PL_SIM_DEFAULT_L1_WAYS, lib.PL_SIM_DEFAULT_LINE, "assumed"
+        lib.PL_SIM_DEFAULT_L1_SIZE, lib.PL_SIM_DEFAULT_L1_WAYS, lib.PL_CACHE_LINE, "assumed"
     )
     assert cfg.llc.origin == cfg.l2.origin == "assumed"
 

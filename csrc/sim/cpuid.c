@@ -39,7 +39,7 @@ int pl_cpuid_decode_amd(uint32_t page_size, const uint32_t regs5[4], const uint3
 {
     memset(dtlb, 0, sizeof *dtlb);
     memset(stlb, 0, sizeof *stlb);
-    if (page_size != PL_SIM_PAGE_4K && page_size != PL_SIM_PAGE_2M)
+    if (page_size != PL_SIM_PAGE_4K && page_size != PL_HUGE_PAGE)
         return -EINVAL;
     int r =
         page_size == PL_SIM_PAGE_4K ? EBX : EAX; /* EBX: 4 KiB pages, EAX: 2 MiB / 4 MiB pages */
@@ -61,7 +61,7 @@ int pl_cpuid_decode_intel(uint32_t page_size, const uint32_t *regs, int n,
 {
     memset(dtlb, 0, sizeof *dtlb);
     memset(stlb, 0, sizeof *stlb);
-    if (page_size != PL_SIM_PAGE_4K && page_size != PL_SIM_PAGE_2M)
+    if (page_size != PL_SIM_PAGE_4K && page_size != PL_HUGE_PAGE)
         return -EINVAL;
     uint32_t page_bit = page_size == PL_SIM_PAGE_4K ? 1u : 2u; /* EBX bit 0: 4K, bit 1: 2M */
     struct pl_cpuid_tlb load_only = {0, 0, 0};

@@ -9,10 +9,10 @@ void *pl_big_alloc(size_t n, size_t size)
     size_t bytes;
     if (__builtin_mul_overflow(n, size, &bytes))
         return NULL;
-    if (bytes < PL_SIMMEM_HUGE)
+    if (bytes < PL_HUGE_PAGE)
         return malloc(bytes ? bytes : 1);
     void *p;
-    if (posix_memalign(&p, PL_SIMMEM_HUGE, bytes))
+    if (posix_memalign(&p, PL_HUGE_PAGE, bytes))
         return NULL;
     /* Only a hint: with THP off ("never") it fails with EINVAL and 4 KiB pages still work. */
     (void)madvise(p, bytes, MADV_HUGEPAGE);

@@ -33,7 +33,7 @@
 /* The page sizes the TLBs model: base pages and the 2 MiB huge pages of x86-64 (and arm64 with
  * 4 KiB base pages). */
 #define PL_SIM_PAGE_4K 4096u
-#define PL_SIM_PAGE_2M (2u << 20)
+#define PL_HUGE_PAGE (2u << 20) /* a PMD: also what one transparent-huge-page fault maps */
 /* Room for a level's name (L1D, LLC, STLB ...) in the messages of pl_sim_config_check. */
 #define PL_SIM_NAME_MAX 8
 
@@ -51,7 +51,7 @@
 /* Named defaults, used where the machine does not say (no sysfs cache directory, no CPUID
  * leaf). Caches: 32 KiB 8-way with 64-byte lines is the L1D of nearly every x86 core since 2008;
  * 512 KiB 8-way L2 and 8 MiB 16-way LLC sit in the middle of current desktop and server parts. */
-#define PL_SIM_DEFAULT_LINE 64
+#define PL_CACHE_LINE 64 /* also the workloads' line where Python passes none */
 #define PL_SIM_DEFAULT_L1_SIZE (32u << 10)
 #define PL_SIM_DEFAULT_L1_WAYS 8
 #define PL_SIM_DEFAULT_L2_SIZE (512u << 10)

@@ -4,13 +4,14 @@
 
 #include <stddef.h>
 
+#include "pl_sim.h"
+
 /* Internal to the simulator: calls bind inside the module and may be inlined. */
 #pragma GCC visibility push(hidden)
 
-/* Tables at least this large are aligned to it and advised onto transparent huge pages: the
- * model touches them at random, and on 4 KiB pages a large LLC's tables would cost a host TLB
- * miss on nearly every simulated access. */
-#define PL_SIMMEM_HUGE (2u << 20)
+/* Tables of at least PL_HUGE_PAGE are aligned to it and advised onto transparent huge pages:
+ * the model touches them at random, and on 4 KiB pages a large LLC's tables would cost a host
+ * TLB miss on nearly every simulated access. */
 
 /* Uninitialised (pl_big_alloc) or zeroed (pl_big_zalloc) memory, NULL when out of memory or
  * when n * size overflows. Release with free(). */

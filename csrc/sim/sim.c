@@ -127,7 +127,7 @@ int pl_sim_config_check(const struct pl_sim_config *cfg, char *why, size_t len)
         return refuse(why, len, "nothing to simulate: no cache level and no TLB");
     if (cfg->policy < PL_POLICY_LRU || cfg->policy > PL_POLICY_PLRU)
         return refuse(why, len, "unknown replacement policy %d", cfg->policy);
-    if (cfg->ntlbs && cfg->page_size != PL_SIM_PAGE_4K && cfg->page_size != PL_SIM_PAGE_2M)
+    if (cfg->ntlbs && cfg->page_size != PL_SIM_PAGE_4K && cfg->page_size != PL_HUGE_PAGE)
         return refuse(why, len, "page size %" PRIu32 " is not 4k or 2m", cfg->page_size);
     for (int i = 0; i < cfg->nlevels; i++) {
         int rc = check_level(cfg, &cfg->level[i], why, len);

@@ -18,8 +18,6 @@
 #include "harness/pl_access.h"
 #include "pl_workloads.h"
 
-#define CACHE_LINE PL_CACHE_LINE /* the lab write-up's CACHE_LINE_SIZE */
-
 enum {
     CACHE_P_SIZE_MB,
     CACHE_P_SETS,
@@ -28,6 +26,7 @@ enum {
     CACHE_P_WRITE_EVERY,
     CACHE_P_SEED,
     CACHE_P_FLUSH_KB,
+    CACHE_P_LINE,
     CACHE_NPARAMS
 };
 
@@ -35,6 +34,7 @@ enum {
 struct cache_plan {
     volatile unsigned char
         *buf;      /* volatile: every access of the original happens, none is merged */
+    size_t line;   /* bytes per line: the lab write-up's CACHE_LINE_SIZE, the machine's */
     size_t nlines; /* lines in the buffer */
     int64_t sets, lines, passes, write_every;
     volatile unsigned char *flush; /* written before each region to empty the L1D */
@@ -56,15 +56,15 @@ static unsigned cache_walk(struct pl_sim *sim, const struct cache_plan *w, int r
             base = (size_t)(pl_random(&rng) % span);
         else if (s > 0 && (base += (size_t)w->lines) >= span)
             base = 0; /* wrap, like the original */
-        volatile unsigned char *ws = w->buf + base * CACHE_LINE;
+        volatile unsigned char *ws = w->buf + base * w->line;
         for (int64_t pass = 0; pass < w->passes; pass++) {
             for (int64_t i = 0; i < w->lines; i += w->write_every) {
-                volatile unsigned char *p = ws + i * CACHE_LINE;
+                volatile unsigned char *p = ws + (size_t)i * w->line;
                 int64_t group = w->lines - i < w->write_every ? w->lines - i : w->write_every;
                 PL_STORE(sim, p, (unsigned char)pass);
-                PL_LOAD_RUN(sim, p + CACHE_LINE, CACHE_LINE, group - 1);
+                PL_LOAD_RUN(sim, p + w->line, w->line, group - 1);
                 for (int64_t k = 1; k < group; k++)
-                    sum += p[k * CACHE_LINE];
+                    sum += p[(size_t)k * w->line];
             }
         }
     }
@@ -76,7 +76,7 @@ static unsigned cache_walk(struct pl_sim *sim, const struct cache_plan *w, int r
  * the simulated L1D is emptied the same way, and neither count includes the flush. */
 static void cache_flush(struct pl_sim *sim, const struct cache_plan *w)
 {
-    for (size_t off = 0; off < w->flush_len; off += CACHE_LINE)
+    for (size_t off = 0; off < w->flush_len; off += w->line)
         PL_STORE(sim, &w->flush[off], (unsigned char)off);
 }
 
@@ -96,8 +96,12 @@ static void cache_measure(struct pl_ctx *c, const char *label, const struct cach
 int PL_NAME(pl_cache_run)(struct pl_ctx *c)
 {
     size_t len = (size_t)c->param[CACHE_P_SIZE_MB] << 20;
+    size_t line = c->param[CACHE_P_LINE] ? (size_t)c->param[CACHE_P_LINE] : PL_CACHE_LINE;
+    if (line & (line - 1))
+        return pl_out_fail(c->out, -EINVAL, "a line of %zu bytes is not a power of two", line);
     struct cache_plan w = {
-        .nlines = len / CACHE_LINE,
+        .line = line,
+        .nlines = len / line,
         .sets = c->param[CACHE_P_SETS],
         .lines = c->param[CACHE_P_LINES],
         .passes = c->param[CACHE_P_PASSES],
@@ -140,8 +144,8 @@ static const struct pl_param cache_params[CACHE_NPARAMS] = {
      "buffer the working sets are placed in; far beyond the TLB's reach"},
     {"sets", 4096, 1, 1 << 24, "sets", NULL, "working sets walked per variant"},
     {"lines", 0, 0, 1 << 20, "lines", NULL,
-     "cache lines (64 bytes) per working set; 0: an L1D's worth, at most the lab write-up's 512 "
-     "(32 KiB)"},
+     "cache lines per working set; 0: an L1D's worth, at most the lab write-up's 512 (32 KiB of "
+     "64-byte lines)"},
     {"passes", 16, 1, 1 << 16, "passes", NULL, "walks over each working set before moving on"},
     {"write_every", 8, 1, 1 << 20, "lines", NULL,
      "one line in this many is written, the rest "
@@ -150,6 +154,9 @@ static const struct pl_param cache_params[CACHE_NPARAMS] = {
     {"flush_kb", 0, 0, 1 << 20, "KiB", NULL,
      "written before each variant to empty the L1D, as the lab write-up does (32 KiB + 1 KiB); "
      "0: the machine's L1D + 1 KiB"},
+    {"line", 0, 0, 4096, "bytes", NULL,
+     "bytes per line, the stride between accesses (a power of two); 0: the machine's L1D line, "
+     "else 64"},
 };
 
 const struct pl_workload pl_wl_cache = {

@@ -521,10 +521,10 @@ static int competition_part(struct pl_ctx *c, struct victim *v)
 
 static int run(struct pl_ctx *c)
 {
-    long page = sysconf(_SC_PAGESIZE);
+    size_t page = pl_page_size();
     struct victim v = {.fd = -1,
                        .len = (size_t)c->param[P_SIZE_MB] << 20,
-                       .page = (size_t)page,
+                       .page = page,
                        .readahead = (int)c->param[P_READAHEAD]};
     v.pages = v.len / v.page;
     pl_out_number(c->out, "file", "page_size", (uint64_t)page);

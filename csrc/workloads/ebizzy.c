@@ -367,7 +367,7 @@ static int run(struct pl_ctx *c)
     if (!rc) {
         size_t ring = (size_t)c->param[P_RING_KB] << 10;
         if (!ring)
-            ring = (e.len / (size_t)sysconf(_SC_PAGESIZE) + RING_SLACK_SAMPLES) * PL_SAMPLE_BYTES;
+            ring = (e.len / pl_page_size() + RING_SLACK_SAMPLES) * PL_SAMPLE_BYTES;
         rc = profile_round(c, &e, slots, n, ring);
     }
 

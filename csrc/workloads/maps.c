@@ -108,7 +108,7 @@ static int build(struct pl_ctx *c, struct layout *l)
     int rc = unlink(path) == 0 && ftruncate(fd, (off_t)l->len) == 0 ? 0 : -errno;
     /* the one page written below gets its block now: on a full filesystem (a small tmpfs) the
      * write would be SIGBUS; this way it is ENOSPC, said in words. The rest stays sparse. */
-    int err = rc ? 0 : posix_fallocate(fd, 0, sysconf(_SC_PAGESIZE));
+    int err = rc ? 0 : posix_fallocate(fd, 0, pl_page_size());
     if (err) {
         close(fd);
         return pl_out_fail(c->out, -err,

@@ -12,8 +12,6 @@ int pl_latency_run_sim(struct pl_ctx *c);
 
 /* Facts about the workloads that Python needs too. It reads them through the cdef, so each is
  * written once, here. */
-#define PL_HUGE_PAGE (2u << 20) /* a PMD: what one transparent-huge-page fault maps */
-#define PL_CACHE_LINE 64 /* cache: the unit of access, one line of x86-64 and most arm64 cores */
 #define PL_LAT_MAX_SIZES PL_OUT_MAX_REGIONS /* latency: one region per working-set size */
 #define PL_MOUNTAIN_WORD 8                  /* mountain: bytes per load (it reads uint64_t) */
 #define PL_MOUNTAIN_MAX_POINTS 1000         /* mountain: one value per point; a pl_out holds 1024 */

@@ -565,14 +565,14 @@ static int threads(struct pl_ctx *c, int n, size_t len, size_t page)
 
 static int run(struct pl_ctx *c)
 {
-    long page = sysconf(_SC_PAGESIZE);
+    size_t page = pl_page_size();
     size_t chunk = (size_t)c->param[P_CHUNK_KB] << 10, stack = (size_t)c->param[P_STACK_KB] << 10;
-    if (page <= 0 || chunk % (size_t)page || stack % (size_t)page)
+    if (chunk % page || stack % page)
         return pl_out_fail(c->out, -EINVAL, "chunk_kb and stack_kb must be page multiples");
     pl_out_value(c->out, "window fill", "map_32bit", 1, "", "rusage");
     int rc = window_and_retry(c, chunk, (int)c->param[P_CALLS]);
     if (!rc)
-        rc = threads(c, (int)c->param[P_THREADS], stack, (size_t)page);
+        rc = threads(c, (int)c->param[P_THREADS], stack, page);
     return rc;
 }
 

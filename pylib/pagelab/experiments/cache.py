@@ -6,7 +6,7 @@ run: a PMU has few counters, and one group must fit all of its events at once.""
 from ..core.errors import BadInput
 from ..core.numbers import format_size
 from ..machine import caches as _caches
-from ..native.workloads import CACHE_LINE  # the unit of access: one cache line
+from ..native.workloads import CACHE_LINE  # the line assumed where the machine reports none
 from ..results.result import Claim
 from ..sim.config import assumed_levels
 from .common import MIB, per, ratio_text
@@ -41,28 +41,36 @@ TLB_RATIO_MIN = 3.0
 
 
 def _l1d():
-    """(bytes, where from): the L1D the machine reports, else the one the simulator assumes."""
+    """(bytes, line bytes, where from): the L1D the machine reports, else the one the simulator
+    assumes (and a line it does not report is CACHE_LINE, assumed)."""
     c = _caches.level(1)
     if c is not None:
-        return c.size, f"L1d {format_size(c.size)} ({_caches.source()})"
+        where = _caches.source()
+        line = f"{c.line}-byte lines" if c.line else f"{CACHE_LINE}-byte lines assumed"
+        return c.size, c.line or CACHE_LINE, f"L1d {format_size(c.size)}, {line} ({where})"
     size = assumed_levels()["l1"].size
-    return size, f"L1d {format_size(size)} (assumed: this machine reports none)"
+    what = f"L1d {format_size(size)}, {CACHE_LINE}-byte lines (assumed: this machine reports none)"
+    return size, CACHE_LINE, what
 
 
 def resolve(p, budget):
-    """lines as given, or (0) auto: the L1D in 64-byte lines, at most the write-up's 512;
-    flush_kb as given, or (0) auto: the L1D and 1 KiB more, as the write-up flushes."""
-    size = _l1d()[0]
-    p = {**p, "flush_kb": p["flush_kb"] or (size + FLUSH_EXTRA + 1023) // 1024}
+    """line as given, or (0) auto: the L1D's line; lines as given, or (0) auto: the L1D in
+    lines, at most the write-up's 512; flush_kb as given, or (0) auto: the L1D and 1 KiB more,
+    as the write-up flushes."""
+    size, line, _ = _l1d()
+    line = p["line"] or line
+    if line < 8 or line & (line - 1):
+        raise BadInput(f"cache: line must be a power of two of at least 8 bytes, not {line}")
+    p = {**p, "line": line, "flush_kb": p["flush_kb"] or (size + FLUSH_EXTRA + 1023) // 1024}
     if p["lines"]:
         return p
-    return {**p, "lines": min(WRITEUP_LINES, size // CACHE_LINE)}
+    return {**p, "lines": min(WRITEUP_LINES, size // line)}
 
 
 def memory(p):
-    if p["lines"] * CACHE_LINE > p["size_mb"] * MIB:
+    if p["lines"] * p["line"] > p["size_mb"] * MIB:
         raise BadInput(
-            f"cache: a working set of {p['lines']} lines ({p['lines'] * CACHE_LINE:,} bytes) "
+            f"cache: a working set of {p['lines']} lines ({p['lines'] * p['line']:,} bytes) "
             f"does not fit the {p['size_mb']} MiB buffer"
         )
     size = p["size_mb"] * MIB + p["flush_kb"] * 1024
@@ -94,7 +102,8 @@ def run(ctx):
     claims = [_l1_low(by, p, sim), _tlb_ratio(by, sim), _tlb_entry(by, sim)]
     notes = [
         f"{accesses:,} accesses per variant ({p['sets']:,} working sets x {p['passes']} "
-        f"passes x {p['lines']} lines, 1 in {p['write_every']} written); ns_per_access is "
+        f"passes x {p['lines']} lines of {p['line']} B, the stride between accesses, 1 in "
+        f"{p['write_every']} written); ns_per_access is "
         "the region's wall-clock time over that count; stores are counted in a second run "
         "of the same walk (one group of counters must fit the PMU at once).",
         f"before each variant the walk writes {p['flush_kb']} KiB of other memory, as the "
@@ -112,7 +121,7 @@ def _l1_low(by, p, sim):
     if any(r.value is None for r in rates):
         names = [by[v][n] for v in VARIANTS for n in ("L1-dcache-load-misses", "L1-dcache-loads")]
         return Claim("cache-l1-miss-rate-low", text, None, reason=why_not(sim, *names))
-    fits = _l1d()[1]
+    fits = _l1d()[2]
     worst = max(r.value for r in rates)
     return Claim(
         "cache-l1-miss-rate-low",
@@ -121,7 +130,8 @@ def _l1_low(by, p, sim):
         f"sequential {rates[0].value:.2%}, random {rates[1].value:.2%} of "
         f"L1-dcache-loads miss ({rates[0].source}); compulsory share 1/{p['passes']} = "
         f"{1 / p['passes']:.2%}; threshold {MISS_RATE_MAX:.0%}; working set "
-        f"{format_size(p['lines'] * CACHE_LINE)}, {fits}",
+        f"{format_size(p['lines'] * p['line'])} ({p['lines']} lines of {p['line']} B, the "
+        f"stride), {fits}",
     )
 
 

@@ -12,11 +12,11 @@ from ..core.errors import BadInput
 from ..core.numbers import format_size as _size
 from ..core.reading import Reading
 from ..machine import caches as _caches
-from ..native.workloads import CACHE_LINE as LINE  # a cache line on x86-64 and most arm64 cores
+from ..native.workloads import CACHE_LINE  # the line assumed where the machine reports none
 from ..native.workloads import MOUNTAIN_MAX_POINTS as MAX_POINTS  # one value per point
 from ..native.workloads import MOUNTAIN_WORD as WORD  # bytes per load
 from ..results.result import Claim
-from .common import SWEEP_FACTOR, caches, ratio_text, sweep_limits
+from .common import SWEEP_FACTOR, ratio_text, sweep_limits
 
 TIMEOUT = 300
 # Each core type has its own L1D and L2: a mountain's ridges belong to one of them.
@@ -68,8 +68,10 @@ def run(ctx):
     limit = sweep_limits(ctx.budget["bytes"])[2] if ctx.given["max_kb"] == 0 else None
     measured, _ = ctx.workload()
     grid = surface(measured)
-    found = caches()
-    claims = [_temporal(grid, found, limit), _spatial(grid, found, limit)]
+    data = _caches.data_caches()  # one reading: the sizes and the line the claims compare
+    found = [(c.name, c.size) for c in data]
+    line = next((c.line for c in data if c.level == 1 and c.line), CACHE_LINE)
+    claims = [_temporal(grid, found, line, limit), _spatial(grid, found, line, limit)]
     sweep = next((m for m in measured if m.label == "sweep"), None)
     notes = [
         "MB/s is 10^6 bytes read per second of the reading thread's CPU time "
@@ -119,15 +121,15 @@ def _ends(grid, caches, limit=None):
     return kbs[0], kbs[-1], None
 
 
-def _temporal(grid, caches, limit=None):
+def _temporal(grid, caches, line, limit=None):
     text = (
         "reading one word per cache line, a working set that fits the L1 data cache is read at "
         "least 2x faster than one 4x the last-level cache (physics: hits against misses)"
     )
     small, large, why = _ends(grid, caches, limit)
-    stride = LINE // WORD
+    stride = line // WORD
     if why is None and (small, stride) not in grid:
-        why = f"the sweep has no stride of {stride} words (one cache line)"
+        why = f"the sweep has no stride of {stride} words (one {line}-byte line)"
     if why:
         return Claim("mountain-temporal-locality", text, None, reason=why)
     fast, slow = grid[small, stride], grid[large, stride]
@@ -141,15 +143,15 @@ def _temporal(grid, caches, limit=None):
     )
 
 
-def _spatial(grid, caches, limit=None):
+def _spatial(grid, caches, line, limit=None):
     text = (
         "in a working set 4x the last-level cache, reading every word is at least 2x faster "
         "than reading one word per cache line (physics: 8 words used per line fetched, not 1)"
     )
     _, large, why = _ends(grid, caches, limit)
-    stride = LINE // WORD
+    stride = line // WORD
     if why is None and (large, stride) not in grid:
-        why = f"the sweep has no stride of {stride} words (one cache line)"
+        why = f"the sweep has no stride of {stride} words (one {line}-byte line)"
     if why:
         return Claim("mountain-spatial-locality", text, None, reason=why)
     dense, sparse = grid[large, 1], grid[large, stride]
@@ -158,7 +160,8 @@ def _spatial(grid, caches, limit=None):
         "mountain-spatial-locality",
         text,
         ratio >= WORD_VS_LINE,
-        f"{_size(large * 1024)}: stride 8 B {dense:,.0f} MB/s, stride 64 B {sparse:,.0f} MB/s, "
+        f"{_size(large * 1024)}: stride {WORD} B {dense:,.0f} MB/s, stride {line} B (one "
+        f"line) {sparse:,.0f} MB/s, "
         f"{ratio_text(ratio)} (clock)",
     )
 

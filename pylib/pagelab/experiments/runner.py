@@ -49,6 +49,7 @@ class Context:
     handle: "RunHandle | None" = None  # set when the run is in the background (start())
     ahead: tuple | None = None  # (worker args, Job): its simulated run, started by run_all
     sim_config: dict | None = None  # the geometry the simulated run used (SimConfig.to_dict)
+    sim_overrides: dict = field(default_factory=dict)  # simulation()'s parameter overrides
     cpu_type: str | None = None  # the core type its workers run and count on (None: any)
     pin_note: str | None = None  # why it runs on one core type, said in the result
 
@@ -73,8 +74,7 @@ class Context:
         return measurements(raw), raw
 
     def _simulation(self):
-        overrides = self.module.simulation(self.params)[1]
-        return self._request(None, self.sim, f"{self.name} (simulated)", None, overrides)
+        return self._request(None, self.sim, f"{self.name} (simulated)", None, self.sim_overrides)
 
     def _call(self, args, kwargs):
         if self.handle is None:
@@ -196,11 +196,12 @@ def _context(name, sim, timeout, progress, params, cpu_type=None):
     has_sim = _workloads.workload(name).has_sim
     if sim is None:
         sim = has_sim and profile() != "full"
-    config = _sim_config(mod.simulation(p)[0]) if sim and has_sim else None
+    spec, overrides = mod.simulation(p) if sim and has_sim else (None, {})
+    config = _sim_config(spec) if sim and has_sim else None
     timeout = timeout or mod.TIMEOUT
     pinned, note = _core_type(mod, cpu_type)
     ctx = Context(name, p, given, budget, config, timeout, progress, address_space, mod)
-    ctx.cpu_type, ctx.pin_note = pinned, note
+    ctx.cpu_type, ctx.pin_note, ctx.sim_overrides = pinned, note, overrides
     return ctx
 
 

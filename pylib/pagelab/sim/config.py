@@ -23,7 +23,7 @@ POLICIES = {
     "random": lib.PL_POLICY_RANDOM,
     "plru": lib.PL_POLICY_PLRU,
 }
-PAGE_SIZES = {"4k": lib.PL_SIM_PAGE_4K, "2m": lib.PL_SIM_PAGE_2M}  # what the TLB model takes
+PAGE_SIZES = {"4k": lib.PL_SIM_PAGE_4K, "2m": lib.PL_HUGE_PAGE}  # what the TLB model takes
 # The origin of a geometry the machine does not report: a stated guess, never passed off as
 # the machine's own.
 ASSUMED = "assumed"
@@ -175,9 +175,11 @@ def _whole(name, what, value, bits):
 
 def _sysfs_levels(root):
     """{"l1": CacheGeometry, ...} of the levels the machine reports (machine.caches): the
-    level-1 data cache, level 2, and the last level from 3 on."""
-    found = {"l1": _caches.level(1, root), "l2": _caches.level(2, root)}
-    found["llc"] = _caches.last_level(root)
+    level-1 data cache, level 2, and the last level from 3 on, from one reading of the tree."""
+    data = _caches.data_caches(root)
+    first = {c.level: c for c in reversed(data)}  # the first cache the machine lists per level
+    top = [c for c in data if c.level >= 3]
+    found = {"l1": first.get(1), "l2": first.get(2), "llc": top[-1] if top else None}
     origin = _caches.source(root)
     levels = {}
     for key, c in found.items():
@@ -193,7 +195,7 @@ def _sysfs_levels(root):
 
 def assumed_levels():
     """The named defaults of pl_sim.h, for levels the machine does not report."""
-    line, d = lib.PL_SIM_DEFAULT_LINE, ASSUMED
+    line, d = lib.PL_CACHE_LINE, ASSUMED
     return {
         "l1": CacheGeometry(lib.PL_SIM_DEFAULT_L1_SIZE, lib.PL_SIM_DEFAULT_L1_WAYS, line, d),
         "l2": CacheGeometry(lib.PL_SIM_DEFAULT_L2_SIZE, lib.PL_SIM_DEFAULT_L2_WAYS, line, d),
