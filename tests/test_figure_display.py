@@ -132,7 +132,7 @@ def test_bad_mode_is_one_clear_error(monkeypatch):
 
 def test_stored_chapters_load_plotly_js_from_the_cdn():
     """The chapters' stored outputs do not carry plotly.js (4.6 MB each): they were stored with
-    PAGELAB_PLOTLYJS=cdn, as docs/architecture.md asks of whoever re-stores them."""
+    PAGELAB_PLOTLYJS=cdn, as docs/widget.md asks of whoever re-stores them."""
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
         for cell in json.loads(nb.read_text())["cells"]:
             for output in cell.get("outputs", []):
