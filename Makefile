@@ -1,7 +1,8 @@
 # pagelab: `make lab` opens the lab, `make test` runs every test. Both set up what they need.
 #
 # Variables: PYTHON (interpreter for the venv, default python3), LAB_ARGS (extra arguments for
-# jupyter lab, e.g. LAB_ARGS="--no-browser --port 8899"), PYTEST_ARGS (e.g. "-k doctor -x").
+# jupyter lab, e.g. LAB_ARGS="--no-browser --port 8899"), PYTEST_ARGS (e.g. "-k doctor -x"),
+# HW_REPORT (where `make hw-check` writes its report, default hw-report.md).
 
 PYTHON ?= python3
 VENV := .venv
@@ -29,7 +30,15 @@ LABEXTENSION := pylib/pagelab/jupyter/labextension/package.json
 DEV_LABEXT := $(VENV)/share/jupyter/labextensions/pagelab
 DEV_SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.d/pagelab.json
 
-.PHONY: setup lab test system-deps clean
+# `make hw-check` (bench/hw_check.py, docs/hardware.md): a venv of its own with only what the
+# CLI's counters need to build and run (cffi, setuptools: no Jupyter, no Node), made once, and
+# the extension built in place; it installs nothing when the venv exists, so a copy of both
+# carried to a machine without a network runs there.
+HWVENV := .hwvenv
+HW_REPORT ?= hw-report.md
+NATIVE := pylib/pagelab/_native.abi3.so
+
+.PHONY: setup lab test system-deps clean hw-check
 
 setup: system-deps $(STAMP) $(FRONT_END) $(LABEXTENSION) $(DEV_LABEXT) $(DEV_SERVER_CONFIG)
 
@@ -76,7 +85,18 @@ lab: setup
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+hw-check: $(HWVENV)/bin/python $(NATIVE)
+	$(HWVENV)/bin/python bench/hw_check.py --report $(HW_REPORT)
+
+$(HWVENV)/bin/python:
+	$(PYTHON) -m venv $(HWVENV)
+	$@ -m pip install --quiet cffi 'setuptools>=77'
+
+# (the editable install of `make setup` builds the same file)
+$(NATIVE): $(INSTALL_INPUTS) | $(HWVENV)/bin/python
+	$(HWVENV)/bin/python setup.py --quiet build_ext --inplace
+
 clean:
-	rm -rf $(VENV) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/_version.py \
+	rm -rf $(VENV) $(HWVENV) $(HW_REPORT) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/_version.py \
 		pylib/pagelab/jupyter/static \
 		pylib/pagelab/jupyter/labextension labext/lib labext/node_modules
