@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -177,18 +178,36 @@ def build_loop(tmp):
 
 
 def perf_stat(cmd):
-    """perf stat -x, of cmd: {event: count or None}, None when perf cannot count it."""
+    """perf stat -x, of cmd: parse_perf_stat of what it printed."""
     p = subprocess.run(
         ["perf", "stat", "-x,", "-e", ",".join(STAT_EVENTS), "--", *cmd],
         capture_output=True,
         text=True,
     )
+    return parse_perf_stat(p.stderr)
+
+
+# An event column of `perf stat -x,`: "cycles", "cycles:u", or one line per core PMU on a hybrid
+# machine, "cpu_core/cycles/" and "cpu_atom/cycles/u" (perf opens one event per core PMU).
+PERF_EVENT = re.compile(r"(?:(?P<pmu>[\w.-]+)/)?(?P<event>[\w-]+)/?(?::?\w*)")
+
+
+def parse_perf_stat(text):
+    """{event: (total, {pmu: count} or None)} of STAT_EVENTS; total None when no part counted
+    ("<not supported>", "<not counted>")."""
     out = {}
-    for line in p.stderr.splitlines():
+    for line in text.splitlines():
         fields = line.split(",")
-        if len(fields) > 2 and fields[2].split(":")[0] in STAT_EVENTS:
-            name = fields[2].split(":")[0]
-            out[name] = int(fields[0]) if fields[0].isdigit() else None
+        m = PERF_EVENT.fullmatch(fields[2]) if len(fields) > 2 else None
+        if not m or m["event"] not in STAT_EVENTS:
+            continue
+        total, parts = out.get(m["event"], (None, None))
+        count = int(fields[0]) if fields[0].isdigit() else None
+        if count is not None:
+            total = (total or 0) + count
+        if m["pmu"]:
+            parts = {**(parts or {}), m["pmu"]: count}
+        out[m["event"]] = (total, parts)
     return out
 
 
@@ -201,16 +220,18 @@ def stat_check(report, tmp, runs, has_pmu):
     cmd = [str(exe)]
     perf = shutil.which("perf") is not None
     ours, theirs = {e: [] for e in STAT_EVENTS}, {e: [] for e in STAT_EVENTS}
-    reasons = {}
+    reasons, our_parts, their_parts = {}, {}, {}
     for _ in range(runs):  # in turn, so both see the same machine state
         doc = pagelab("stat", "--json", "-e", ",".join(STAT_EVENTS), "--", *cmd)
         for e in STAT_EVENTS:
             m = doc["measurements"][0]["metrics"][e]
             ours[e].append(m["value"])
             reasons[e] = m.get("reason") or m["source"] + (" scaled" if m.get("scaled") else "")
+            our_parts[e] = m.get("parts")
         if perf:
-            for e, v in perf_stat(cmd).items():
+            for e, (v, parts) in perf_stat(cmd).items():
                 theirs[e].append(v)
+                their_parts[e] = parts
     report.add(
         section,
         f"`{exe.name}` (bench/hw_loop.c, 64 MiB: touched once, read 8 times one load per line), "
@@ -240,6 +261,10 @@ def stat_check(report, tmp, runs, has_pmu):
         report.skipped.append(
             f"{section[3:]}: hardware events (cycles, instructions, cache-misses): no hardware PMU"
         )
+
+
+def _parts(parts):
+    return " + ".join(f"{k} {number(v)}" for k, v in (parts or {}).items()) or "-"
 
 
 def _median(values):
@@ -320,10 +345,7 @@ def rdpmc_check(report, has_pmu):
         b_fast, b_slow = fast.read(), slow.read()
         sum(range(1_000_000))  # the same span for both groups, nested
         a_slow, a_fast = slow.read(), fast.read()
-        cost = {
-            g: lib.pl_group_read_loop(c._group, READS) / READS
-            for g, c in (("rdpmc", fast), ("read()", slow))
-        }
+        cost = {"rdpmc": _read_cost(fast, lib), "read()": _read_cost(slow, lib)}
     used = a_fast.via_rdpmc
     report.add(
         section,
@@ -351,6 +373,14 @@ def rdpmc_check(report, has_pmu):
             report.failed.append(f"rdpmc {rf.name}: {rf.value} vs read() {rs.value}")
         rows.append((rf.name, number(rf.value), number(rs.value), "agree" if ok else "DISAGREE"))
     report.add(section, *table(["event", "rdpmc group", "read() group", "within 5%"], rows))
+
+
+def _read_cost(group, lib):
+    """ns per read of the group, READS reads timed in C (no Python inside)."""
+    ns = lib.pl_group_read_loop(group._group, READS)
+    if ns < 0:
+        raise OSError(-ns, os.strerror(-ns))
+    return ns / READS
 
 
 def _rdpmc_files():

@@ -75,3 +75,22 @@ def test_no_pmu_is_said_and_its_checks_skipped(report):
     skipped = text.split("\n## Skipped\n", 1)[1].split("\n## ", 1)[0]
     for check in ("pagelab stat against perf stat", "run cache", "rdpmc against read()"):
         assert f"- {check}" in skipped, skipped
+
+
+def test_perf_stat_parts_of_a_hybrid_machine_are_summed(hw_check):
+    """perf stat's one line per core PMU (cpu_core/cycles/u) is summed, each part kept, and an
+    event no part counted has no total."""
+    text = (
+        "1234567,,cpu_core/cycles/u,123456,100.00,,\n"
+        "234567,,cpu_atom/cycles/u,12345,100.00,,\n"
+        "<not counted>,,cpu_atom/instructions/,0,0.00,,\n"
+        "5000,,cpu_core/instructions/,0,0.00,,\n"
+        "<not supported>,,cache-misses:u,0,100.00,,\n"
+        "16432,,page-faults:u,75144768,100.00,,\n"
+    )
+    assert hw_check.parse_perf_stat(text) == {
+        "cycles": (1469134, {"cpu_core": 1234567, "cpu_atom": 234567}),
+        "instructions": (5000, {"cpu_atom": None, "cpu_core": 5000}),
+        "cache-misses": (None, None),
+        "page-faults": (16432, None),
+    }
