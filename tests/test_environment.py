@@ -143,7 +143,9 @@ def test_this_machine_has_sane_facts():
         (errno.ENOENT, "sw", Facts(2, "disabled", (), True), "no such software event"),
         (errno.EACCES, "sw", Facts(2, "filter", (), False), "seccomp"),
         (errno.EACCES, "hw", Facts(3, "disabled", (), False), "perf_event_paranoid=3"),
-        (errno.EPERM, "hw", Facts(4, "disabled", ("PERFMON",), False), "CAP_PERFMON is held"),
+        (errno.EPERM, "hw", Facts(2, "disabled", ("PERFMON",), False), "CAP_PERFMON is held"),
+        (errno.EACCES, "sw", Facts(4, "disabled", ("PERFMON",), False), "without CAP_SYS_ADMIN"),
+        (errno.EACCES, "hw", Facts(3, "disabled", ("SYS_ADMIN",), False), "CAP_SYS_ADMIN is held"),
         (errno.EINVAL, "hw", Facts(2, "disabled", (), False), "configuration"),
         (errno.EMFILE, "sw", Facts(2, "disabled", (), False), "too many open files"),
     ],
@@ -154,3 +156,6 @@ def test_errno_decoding(err, source, facts, expect):
     assert expect in r.cause
     assert r.code == errno.errorcode[err]
     assert r.fix
+    # at a distribution's level (Debian 3, Ubuntu 4) CAP_PERFMON is not what helps
+    if facts.paranoid is not None and facts.paranoid >= 3 and "without" in r.cause:
+        assert "CAP_PERFMON is not enough" in r.fix
