@@ -1,12 +1,14 @@
 """Described machines: real machines as data, written as the directory $PAGELAB_MACHINE points
 pagelab's readers at.
 
-Two kinds of data, one directory layout (pylib/pagelab/machine/described.py):
+One format, YAML with a ``source:`` saying where each fact comes from, in two directories:
 
 - tests/machines/NAME.yaml: a whole machine (CPU, kernel, sysctls, caches, PMUs, CPUID, the
-  emulated PMU's counters), each file with a ``source:`` saying where each fact comes from;
-- tests/hosts/hosts.txt: cache topologies only, one per line, for the tests that run every
-  experiment on many cache shapes.
+  emulated PMU's counters, host-cpus, seccomp), written by ``write_machine``;
+- tests/hosts/NAME.yaml: a cache shape only (``caches:``), for the tests that run every
+  experiment on many cache shapes, written by ``write_tree``.
+
+Both write the directory layout of pylib/pagelab/machine/described.py.
 """
 
 from pathlib import Path
@@ -14,7 +16,7 @@ from pathlib import Path
 import yaml
 
 MACHINES_DIR = Path(__file__).with_name("machines")
-HOSTS_FILE = Path(__file__).with_name("hosts") / "hosts.txt"
+HOSTS_DIR = Path(__file__).with_name("hosts")
 TYPES = {"d": "Data", "i": "Instruction", "u": "Unified"}
 VSYSCALL_MAPS = {  # the [vsyscall] line of /proc/self/maps for each mode (none: no line)
     "emulate": "ffffffffff600000-ffffffffff601000 r-xp 00000000 00:00 0 [vsyscall]\n",
@@ -24,25 +26,18 @@ VSYSCALL_MAPS = {  # the [vsyscall] line of /proc/self/maps for each mode (none:
 
 
 def hosts():
-    """{name: [field, ...]} from hosts.txt, in file order."""
-    out = {}
-    for line in HOSTS_FILE.read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            name, *fields = line.split()
-            out[name] = fields
-    return out
+    """{name: [cache field, ...]} for every tests/hosts/NAME.yaml, by name."""
+    return {p.stem: _load(p)["caches"] for p in sorted(HOSTS_DIR.glob("*.yaml"))}
 
 
 def machines():
     """{name: spec} for every tests/machines/NAME.yaml, by name."""
-    return {p.stem: load(p.stem) for p in sorted(MACHINES_DIR.glob("*.yaml"))}
+    return {p.stem: _load(p) for p in sorted(MACHINES_DIR.glob("*.yaml"))}
 
 
-def load(name):
-    spec = yaml.safe_load((MACHINES_DIR / f"{name}.yaml").read_text())
-    assert spec.get("source"), (
-        f"{name}.yaml: every described machine says where its facts come from"
-    )
+def _load(path):
+    spec = yaml.safe_load(path.read_text())
+    assert spec.get("source"), f"{path}: a described machine says where its facts come from"
     return spec
 
 
@@ -94,7 +89,9 @@ def write_machine(root, spec):
             "proc/sys/kernel/perf_event_paranoid": spec["paranoid"],
             "proc/sys/kernel/nmi_watchdog": spec["nmi_watchdog"],
             "proc/self/maps": VSYSCALL_MAPS[spec["vsyscall"]],
-            "proc/self/status": f"Seccomp:\t{spec.get('seccomp', 0)}\n",
+            # an unprivileged student's process: no capabilities, unless the spec says
+            "proc/self/status": f"Seccomp:\t{spec.get('seccomp', 0)}\n"
+            f"CapEff:\t{spec.get('capeff', '0000000000000000')}\n",
         },
     )
     (sys / "bus/event_source/devices").mkdir(parents=True)

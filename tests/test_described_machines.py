@@ -20,7 +20,7 @@ import pytest
 
 import pagelab
 from described import machines, write_machine
-from helpers import ROOT, json_document, run
+from helpers import MATRIX_TABLE, ROOT, json_document, run
 from pagelab.cli.junit import nbval_outcomes
 from pagelab.machine.pmus import Pmu
 
@@ -88,7 +88,7 @@ def emulator(request):
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory, pagelab_cmd, tools_dir, emulator):
+def results(request, tmp_path_factory, pagelab_cmd, tools_dir, emulator):
     """{machine: {step: CompletedProcess}}: every step on every machine, two at a time (each step
     is a short process; what the matrix checks are sources and reasons, never timings)."""
     root = tmp_path_factory.mktemp("machines")
@@ -108,9 +108,9 @@ def results(tmp_path_factory, pagelab_cmd, tools_dir, emulator):
 
     with ThreadPoolExecutor(2) as pool:
         done = dict(zip(MACHINES, pool.map(one, MACHINES)))
-    summary = root / "summary.txt"
-    summary.write_text(table(done))
-    print(f"\ndescribed-machine matrix ({summary}):\n{summary.read_text()}")
+    (root / "summary.txt").write_text(table(done))
+    # printed after the run by conftest.py's pytest_terminal_summary, -s or not
+    request.config.stash[MATRIX_TABLE] = table(done)
     return done
 
 
