@@ -26,9 +26,12 @@ from pagelab.machine.pmus import Pmu
 
 MACHINES = machines()
 EMULATOR = "PAGELAB_EMULATED_PMU"
-# nbval of chapters 00, 02, 05 and 10 (the ones that count) on three machines, one per way
-# counting can go: two core PMUs (hybrid), denied by the sysctl (Debian's 3), blocked by seccomp
-NBVAL_MACHINES = ("alder-lake-laptop", "debian-laptop-p3", "binder-pod")
+# nbval of chapters 00, 02, 05 and 10 (the ones that count) on two machines: two core PMUs
+# (hybrid: per-part readings, core types in the doctor) and denied by the sysctl (Debian's 3:
+# every event missing, rusage standing in). The seccomp-blocked path is already run on every
+# chapter by test_notebooks.py (pl-noperf); the other machines differ from these two only in
+# facts the steps above check, and each nbval run costs a minute or more on 2 cores.
+NBVAL_MACHINES = ("alder-lake-laptop", "debian-laptop-p3")
 CHAPTERS = ("00", "02", "05", "10")
 TINY_C = "int main(void) { static int a[64]; for (int i = 0; i < 64; i++) a[i] += i; return 0; }\n"
 
@@ -231,46 +234,65 @@ def pmu_cpus(doc):
     return [[p["name"], Pmu(p["name"], p["type"], p["cpus"]).describe_cpus()] for p in doc["pmus"]]
 
 
+# A command that runs on host CPU 0, then moves itself to host CPU 1 (host-cpus maps them to the
+# first CPU of each core type) and runs there as long
+MIGRATE = (
+    "import os\nfor cpu in (0, 1):\n    os.sched_setaffinity(0, {cpu})\n    sum(range(3_000_000))\n"
+)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n, s in MACHINES.items() if len(core_pmus(s)) > 1])
-def test_a_thread_moved_between_core_types_loses_no_counts(name, results, emulator):
-    """Hybrid machines, emulated PMU: stat's cycles are the sum of one part per core PMU, and
-    page faults are the software count alone."""
+def test_a_thread_moved_between_core_types_loses_no_counts(name, tmp_path, pagelab_cmd, emulator):
+    """Hybrid machines, emulated PMU: a command that runs on one core type, then the other, has
+    cycles counted on both, the total is the sum of the parts, and page faults are the software
+    count alone."""
     if emulator is None:
-        pytest.skip(
-            "needs the emulated PMU (tests/emupmu, branch emupmu): not built in this checkout"
-        )
-    doc = json.loads(results[name]["stat"].stdout)
-    cycles = dict(readings(doc))["cycles"]
-    assert cycles["source"] == "emulated" and set(cycles.get("parts", {})) == {
-        p["name"] for p in core_pmus(MACHINES[name])
-    }, cycles
-    assert dict(readings(doc))["page-faults"]["source"] == "sw"
+        pytest.skip("needs the emulated PMU (tests/emupmu, branch emupmu): not in this checkout")
+    if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+        pytest.skip("needs host CPUs 0 and 1 to stand for the two core types")
+    spec = MACHINES[name]
+    env = {**os.environ, "PAGELAB_MACHINE": str(write_machine(tmp_path, spec))}
+    env[EMULATOR] = str(emulator)
+    cmd = [*pagelab_cmd, "stat", "--json", "-e", "cycles,page-faults", "--"]
+    p = run([*cmd, sys.executable, "-c", MIGRATE], env=env, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = dict(readings(json.loads(p.stdout)))
+    cycles, faults = got["cycles"], got["page-faults"]
+    assert cycles["source"] == "emulated", cycles
+    if spec.get("emulated_pmu") and all("extended-type=no" in x for x in spec["emulated_pmu"]):
+        return  # a kernel without the extended type: one part, said in the reading's note
+    parts = cycles["parts"]
+    assert set(parts) == {p["name"] for p in core_pmus(spec)} and all(parts.values()), cycles
+    assert abs(cycles["value"] - sum(parts.values())) <= len(parts), cycles
+    assert faults["source"] == "sw" and faults["value"] > 0, faults
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NBVAL_MACHINES)
-def test_the_counting_chapters_pass_on_the_machine(name, tmp_path, tools_dir, emulator):
-    """Chapters 00, 02, 05 and 10 run top to bottom under nbval on a hybrid, a denied and a blocked
-    machine, every checked cell passing."""
+def test_the_counting_chapters_pass_on_a_hybrid_and_a_denied_machine(tmp_path, emulator):
+    """Chapters 00, 02, 05 and 10 run top to bottom under nbval on the hybrid laptop and the
+    Debian laptop at paranoid 3 (the two at once), every checked cell passing."""
     sources = sorted(p for n in CHAPTERS for p in (ROOT / "notebooks").glob(f"{n}-*.ipynb"))
-    for src in [*sources, ROOT / "notebooks" / "conftest.py"]:
-        shutil.copy(src, tmp_path)
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    spec = MACHINES[name]
-    env = {**os.environ, "PAGELAB_MACHINE": str(write_machine(tmp_path / "machine", spec))}
-    if emulator and core_pmus(spec):
-        env[EMULATOR] = str(emulator)
-    prefix = [str(tools_dir / "pl-noperf")] if spec.get("blocked") else []
-    cmd = [*prefix, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval-lax"]
-    cmd += [
-        "--nbval-current-env",
-        f"--junitxml={tmp_path / 'nbval.xml'}",
-        *(s.name for s in sources),
-    ]
-    p = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, (name, p.stdout[-3000:])
-    outcomes, _ = nbval_outcomes(tmp_path / "nbval.xml")
-    assert set(outcomes) == {s.name for s in sources}
-    for chapter, cells in outcomes.items():
-        assert all(o == "passed" for o in cells.values()), (name, chapter, cells)
+    assert len(sources) == len(CHAPTERS)
+
+    def one(name):
+        work, spec = tmp_path / name, MACHINES[name]
+        work.mkdir()
+        for src in [*sources, ROOT / "notebooks" / "conftest.py"]:
+            shutil.copy(src, work)
+        (work / "pytest.ini").write_text("[pytest]\n")  # this directory is the run's root
+        env = {**os.environ, "PAGELAB_MACHINE": str(write_machine(work / "machine", spec))}
+        if emulator and core_pmus(spec):
+            env[EMULATOR] = str(emulator)
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval-lax"]
+        cmd += ["--nbval-current-env", "--junitxml=nbval.xml", *(s.name for s in sources)]
+        p = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+        return name, p, nbval_outcomes(work / "nbval.xml")[0] if p.returncode == 0 else {}
+
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(one, NBVAL_MACHINES))
+    for name, p, outcomes in done:
+        assert p.returncode == 0, (name, p.stdout[-3000:])
+        assert set(outcomes) == {s.name for s in sources}, name
+        for chapter, cells in outcomes.items():
+            assert all(o == "passed" for o in cells.values()), (name, chapter, cells)
