@@ -246,7 +246,7 @@ MIGRATE = (
 def test_a_thread_moved_between_core_types_loses_no_counts(name, tmp_path, pagelab_cmd, emulator):
     """Hybrid machines, emulated PMU: a command that runs on one core type, then the other, has
     cycles counted on both, the total is the sum of the parts, and page faults are the software
-    count alone."""
+    count alone (at Ubuntu's paranoid 4, nothing counts and the reason names the level)."""
     if emulator is None:
         pytest.skip("needs the emulated PMU (tests/emupmu, branch emupmu): not in this checkout")
     if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
@@ -259,6 +259,9 @@ def test_a_thread_moved_between_core_types_loses_no_counts(name, tmp_path, pagel
     assert p.returncode == 0, p.stderr[-2000:]
     got = dict(readings(json.loads(p.stdout)))
     cycles, faults = got["cycles"], got["page-faults"]
+    if spec["paranoid"] > 2:  # Debian's and Ubuntu's levels: nothing to move, and it says why
+        assert cycles["value"] is None and f"paranoid={spec['paranoid']}" in cycles["reason"]
+        return
     assert cycles["source"] == "emulated", cycles
     if spec.get("emulated_pmu") and all("extended-type=no" in x for x in spec["emulated_pmu"]):
         return  # a kernel without the extended type: one part, said in the reading's note
