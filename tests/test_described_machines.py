@@ -272,9 +272,12 @@ def test_a_thread_moved_between_core_types_loses_no_counts(name, tmp_path, pagel
 
 
 @pytest.mark.slow
-def test_the_counting_chapters_pass_on_a_hybrid_and_a_denied_machine(tmp_path, emulator):
+def test_the_counting_chapters_pass_on_a_hybrid_and_a_denied_machine(tmp_path):
     """Chapters 00, 02, 05 and 10 run top to bottom under nbval on the hybrid laptop and the
-    Debian laptop at paranoid 3 (the two at once), every checked cell passing."""
+    Debian laptop at paranoid 3 (the two at once), every checked cell passing.
+
+    Without the emulated PMU: its counts follow a synthetic rule, so chapter 02's claims about
+    real caches are (rightly) not evaluated on them, while the chapters check that they hold."""
     sources = sorted(p for n in CHAPTERS for p in (ROOT / "notebooks").glob(f"{n}-*.ipynb"))
     assert len(sources) == len(CHAPTERS)
 
@@ -285,8 +288,6 @@ def test_the_counting_chapters_pass_on_a_hybrid_and_a_denied_machine(tmp_path, e
             shutil.copy(src, work)
         (work / "pytest.ini").write_text("[pytest]\n")  # this directory is the run's root
         env = {**os.environ, "PAGELAB_MACHINE": str(write_machine(work / "machine", spec))}
-        if emulator and core_pmus(spec):
-            env[EMULATOR] = str(emulator)
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval-lax"]
         cmd += ["--nbval-current-env", "--junitxml=nbval.xml", *(s.name for s in sources)]
         p = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
