@@ -1,69 +1,65 @@
-/* The tests' emulated PMU: the perf calls of csrc/perf/pl_perf_sys.h answered
- * for the machine described in $PAGELAB_MACHINE, so that pagelab's counting
- * logic (parts per core PMU, sums, scaling, reasons, fallbacks) can be tested
- * on machines this host is not. Test-only: built by tests/emulated.py, never
- * part of the package. Its readings are labelled "emulated".
+/* The tests' emulated PMU: the perf calls of csrc/perf/pl_perf_sys.h answered for the machine
+ * described in $PAGELAB_MACHINE, so that pagelab's counting logic (parts per core PMU, sums,
+ * scaling, reasons, fallbacks) can be tested on machines this host is not. Test-only: built by
+ * tests/emulated.py, never part of the package; pagelab labels its readings "emulated".
  *
- * What it reads from the described machine DIR (once, on the first call):
- * - DIR/sys/bus/event_source/devices/NAME/{type,cpus}: the PMUs; a core PMU is
- * one named cpu or one with a cpus file (perf's is_pmu_core);
- * - DIR/emulated-pmu, one line per core PMU:
- *   NAME general=N fixed=N [fixed-events=E,E] [unsupported=E:ERRNO,...]
- * [rdpmc=0|1] [extended-type=yes|no]; a core PMU without a line has general=4
- * fixed=0, the rest off/yes;
- * - DIR/proc/sys/kernel/{perf_event_paranoid,nmi_watchdog} (absent: 2 and 0,
- * mainline's defaults), DIR/proc/self/status CapEff (absent: this process's
- * own);
- * - DIR/host-cpus, "HOST=DESCRIBED" pairs (absent: host CPU k stands for
- * described CPU k).
+ * What it reads from the described machine DIR, once, on its first call:
+ * - DIR/sys/bus/event_source/devices/NAME/{type,cpus}: the PMUs; a core PMU is one named cpu or
+ *   one with a cpus file (perf's is_pmu_core);
+ * - DIR/emulated-pmu, one line per core PMU: NAME general=N fixed=N [fixed-events=E,E]
+ *   [unsupported=E:ERRNO,...] [rdpmc=0|1] [extended-type=yes|no], E named as in
+ *   csrc/perf/events.c; a core PMU without a line has general=4 fixed=0 rdpmc=0 and the
+ *   extended type;
+ * - DIR/proc/sys/kernel/{perf_event_paranoid,nmi_watchdog} (absent: mainline's 2, and 0) and
+ *   DIR/proc/self/status's CapEff (absent: this process's own);
+ * - DIR/host-cpus, "HOST=DESCRIBED" pairs (absent: host CPU k stands for described CPU k).
  *
- * The rules, each after the kernel code it imitates (kernel/events/core.c
- * unless named):
- * 1. Permission, in perf_event_open's order, for every event, software ones
- * too: Debian's patch "security,perf: Allow further restriction of
- * perf_event_open" returns EACCES when perf_event_paranoid > 2 without
- * CAP_SYS_ADMIN (CAP_PERFMON is not enough); Ubuntu ships the same check at >=
- * 4 (its default), which this rule covers too. Then perf_allow_kernel
- *    (include/linux/perf_event.h): without exclude_kernel, paranoid > 1 needs
- * perfmon_capable() (CAP_PERFMON or CAP_SYS_ADMIN), else EACCES.
- * 2. Software, tracepoint and breakpoint events, and every call on an fd this
- * file did not make, go to the real kernel unchanged.
- * 3. The PMU of an event, as perf_init_event picks it: PERF_TYPE_HARDWARE or HW_CACHE with a PMU
- *    type in config >> 32 (PERF_PMU_TYPE_SHIFT) goes to that core PMU, ENOENT when there is
- *    none or it lacks PERF_PMU_CAP_EXTENDED_HW_TYPE (extended-type=no), unless that type is
- *    PERF_TYPE_RAW itself, which that check lets through. Without one it goes to the PMU of
- *    type PERF_TYPE_RAW (x86's cpu, or cpu_core on a hybrid CPU: init_hw_perf_events registers
- *    it as that); where none has it (arm64) perf_init_event tries the PMUs in list order, and
- *    perf_pmu_register adds each at the head of that list, so the core PMU registered last,
- *    the one with the highest type, takes it. A raw or PMU-typed event goes to that PMU; with
- *    no core PMU, ENOENT. A generic event named in unsupported= gets its errno, as the x86
- *    event maps give ENOENT for a 0 entry and EINVAL for -1 (set_ext_hw_attr,
- *    x86_setup_perfctr).
- * 4. Time, as perf_event_update_time / __perf_update_times keep it for a task
- * event: enabled grows while the task runs and the event is enabled; running
- * only while it is also on a counter. The emulator measures the task's time on
- * each host CPU with real task-clock events (pid, cpu = k), enabled, disabled,
- * reset and enable_on_exec-armed with the event: time_enabled = the task's time
- * on all host CPUs; time_running = its time on the host CPUs that stand for the
- * PMU's CPUs, times its share of counters. Off its CPUs a hybrid PMU's event
- * stays INACTIVE (x86's pmu->filter, armpmu_filter), so enabled grows and
- * running does not. The share models perf_rotate_context's round robin: an
- * event named in fixed-events has a counter of its own (share 1); the others
- * share general - nmi_watchdog counters among the n enabled such events on that
- * PMU for that task: share = min(1, free / n). Whenever n changes, running so
- * far is banked at the old share, so it never goes backwards.
- * 5. Counts, the synthetic rule: value = time_running (ns) * (1 + the event's
- * index in csrc/perf/events.c), e.g. cycles 1x, instructions 2x; raw events (1
- * + pl_event_count)x.
- * 6. Groups: members join a leader on the same PMU (EINVAL otherwise, as
- * perf_event_open's group checks) and run when it runs (the group is scheduled
- * as a unit), each counting its leader's running time at its own rate.
- * PERF_FORMAT_GROUP reads, PERF_EVENT_IOC_ID, RESET, ENABLE and DISABLE with
- * PERF_IOC_FLAG_GROUP act as perf_read_group and perf_ioctl do.
- * 7. The rdpmc page: mmap of one page gives a zeroed struct
- * perf_event_mmap_page with cap_user_rdpmc as rdpmc= says and index 0 (never on
- * a counter from user space), so a reader falls back to read(2); nothing ever
- * executes rdpmc on it. */
+ * Its rules, each after the kernel code it imitates (kernel/events/core.c unless named):
+ * 1. Permission, in perf_event_open's order, for every event, software ones too. Debian's patch
+ *    "security,perf: Allow further restriction of perf_event_open" returns EACCES when
+ *    perf_event_paranoid > 2 without CAP_SYS_ADMIN (CAP_PERFMON is not enough); Ubuntu's
+ *    version of it does the same from 4 (its default), so levels 3 and 4 both deny here (on an
+ *    Ubuntu kernel 3 would act as 2). Then perf_allow_kernel (include/linux/perf_event.h):
+ *    without exclude_kernel, paranoid > 1 needs perfmon_capable() (CAP_PERFMON or
+ *    CAP_SYS_ADMIN), else EACCES.
+ * 2. Software, tracepoint and breakpoint events, and every call on an fd this file did not
+ *    make, go to the real kernel unchanged.
+ * 3. The PMU of an event, as perf_init_event picks it. PERF_TYPE_HARDWARE or HW_CACHE with a
+ *    PMU type in config >> 32 (PERF_PMU_TYPE_SHIFT) goes to that core PMU; ENOENT when there is
+ *    none, or when it lacks PERF_PMU_CAP_EXTENDED_HW_TYPE (extended-type=no) and the type is not
+ *    PERF_TYPE_RAW, which that check lets through. Without one it goes to the PMU of type
+ *    PERF_TYPE_RAW (x86's cpu, or cpu_core on a hybrid CPU, which init_hw_perf_events registers
+ *    as that type); where none has it (arm64) perf_init_event tries the PMUs in list order, and
+ *    perf_pmu_register adds each at the head of that list, so the core PMU registered last, the
+ *    one with the highest type, takes it. A raw or PMU-typed event goes to that PMU; with no
+ *    core PMU, ENOENT. A generic event named in unsupported= gets that errno, as x86's event
+ *    tables give ENOENT for a 0 entry and EINVAL for -1 (set_ext_hw_attr, x86_setup_perfctr).
+ * 4. Time, as perf_event_update_time and __perf_update_times keep it for a task's event:
+ *    enabled grows while the task runs with the event enabled, running only while the event is
+ *    also on a counter. Real task-clock events on the target, one per host CPU (pid, cpu k),
+ *    enabled, disabled, reset and armed for exec with the emulated event, measure where the
+ *    real scheduler ran the task:
+ *      time_enabled = the task's time on all host CPUs;
+ *      time_running = its time on the host CPUs standing for the PMU's CPUs, times its share.
+ *    Off its own CPUs a hybrid PMU's event stays INACTIVE (pmu->filter: x86_pmu_filter,
+ *    armpmu_filter), so enabled grows and running does not. The share imitates
+ *    perf_rotate_context's round robin: an event named in fixed-events has a counter of its own
+ *    (share 1); the rest share free = general - nmi_watchdog counters among the n of them
+ *    enabled on that PMU for that task: share = min(1, free / n). Whenever n changes, the time
+ *    so far is banked at the old share, so running never goes backwards. CPU-wide and
+ *    CPU-bound hardware events (pid -1, cpu >= 0), which pagelab never opens, are not modelled:
+ *    EOPNOTSUPP.
+ * 5. Counts, the synthetic rule: value = time_running in ns x (1 + the event's index in
+ *    csrc/perf/events.c): cycles 1x, instructions 2x, ...; other events (1 + pl_event_count)x.
+ * 6. Groups: a member joins a leader on its PMU (EINVAL otherwise, as perf_event_open refuses a
+ *    group across PMUs; software members and software leaders are not modelled) and is
+ *    scheduled with it, counting its leader's running time at its own rate. PERF_FORMAT_GROUP
+ *    reads, PERF_EVENT_IOC_ID, RESET, ENABLE and DISABLE (PERF_IOC_FLAG_GROUP: the whole
+ *    group) act as perf_read_group and perf_ioctl do.
+ * 7. The rdpmc page: mmap of one page gives a zeroed struct perf_event_mmap_page with
+ *    cap_user_rdpmc as rdpmc= says and index 0 (not on a counter now, as
+ *    perf_event_update_userpage leaves it for an inactive event), so a reader falls back to
+ *    read(2); nothing ever executes rdpmc on it. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -111,14 +107,13 @@ static struct {
 } m;
 
 struct event {
-    int fd;                 /* what the caller holds: cpu_fd[0], or a dup for a member */
+    int fd;                 /* what the caller holds: its first cpu_fd, or a member's dup */
     int pmu, fixed, target; /* fixed: has a counter of its own; target: the task's tid */
     uint64_t rate, id;
     uint64_t read_format;
     struct event *leader;  /* itself for a leader; NULL for a member whose leader closed */
     int on;                /* enabled (or armed to enable on exec) */
-    int cpu_fd[MAX_HOST];  /* leaders: task-clock on each host CPU, -1 where none
-                            */
+    int cpu_fd[MAX_HOST];  /* leaders: task-clock on each host CPU, -1 where none */
     uint64_t bank, mark;   /* leader: running banked so far, and its P-time when banked */
     uint64_t mbank, mmark; /* member: count banked so far, and the leader's running then */
 };
