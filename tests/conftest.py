@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import emulated
-from helpers import CFLAGS, NOBODY, ROOT, checkout_state
+from helpers import CFLAGS, MATRIX_TABLE, NOBODY, ROOT, checkout_state
 
 
 def pytest_sessionstart(session):
@@ -35,6 +35,14 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 CHECKOUT = pytest.StashKey[str | None]()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """The described-machine matrix's table (tests/test_described_machines.py), when it ran."""
+    table = config.stash.get(MATRIX_TABLE, None)
+    if table:
+        terminalreporter.write_sep("-", "described-machine matrix")
+        terminalreporter.write(table)
 
 
 def pytest_configure(config):

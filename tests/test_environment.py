@@ -128,9 +128,10 @@ def test_memory_budget_is_a_fraction_of_the_smallest_limit(fake):
 
 
 def test_this_machine_has_sane_facts():
-    """The real machine's readers return plausible values (this is what doctor shows)."""
+    """The real machine's readers return plausible values (this is what doctor shows); a kernel
+    built without perf events, or a sandbox such as gVisor, has no perf_event_paranoid at all."""
     assert env.kernel_release()
-    assert env.perf_event_paranoid() is not None
+    assert env.perf_event_paranoid() is None or env.perf_event_paranoid() >= -1
     assert env.vsyscall_mode() in ("emulate", "xonly", "none")
     assert env.memory_budget()["bytes"] > 0
 
