@@ -79,6 +79,8 @@ def test_a_thread_moved_between_core_types_counts_on_both(emulated_pmu, tmp_path
     each core type, the total is exactly their sum, unscaled, each part follows the time spent
     there, and the readings are labelled emulated."""
     machine, a, b = _hybrid(tmp_path)
+    # P-core first: the parts are read in slot order (cpu_core first), so each read of a part
+    # sees all the time the other part had (the reverse move reads a hair of scaling)
     out = _count_moved(emulated_pmu, machine, ["cycles", "task-clock", "page-faults"], a, b)
     cycles = out["readings"]["cycles"]
     assert cycles["source"] == "emulated" and not cycles.get("scaled")
