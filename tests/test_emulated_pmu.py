@@ -79,6 +79,8 @@ def test_a_thread_moved_between_core_types_counts_on_both(emulated_pmu, tmp_path
     each core type, the total is exactly their sum, unscaled, each part follows the time spent
     there, and the readings are labelled emulated."""
     machine, a, b = _hybrid(tmp_path)
+    # P-core first: the parts are read in slot order (cpu_core first), so each read of a part
+    # sees all the time the other part had (the reverse move reads a hair of scaling)
     out = _count_moved(emulated_pmu, machine, ["cycles", "task-clock", "page-faults"], a, b)
     cycles = out["readings"]["cycles"]
     assert cycles["source"] == "emulated" and not cycles.get("scaled")
@@ -174,11 +176,14 @@ def test_paranoid_3_and_4_deny_every_event_without_cap_sys_admin(emulated_pmu, t
 
 
 def test_cap_perfmon_is_not_enough_at_paranoid_3(emulated_pmu, tmp_path):
-    """Debian's check asks for CAP_SYS_ADMIN itself: CAP_PERFMON alone still gets EACCES, where
-    at paranoid 2 it opens kernel counting too."""
+    """Debian's check asks for CAP_SYS_ADMIN itself: CAP_PERFMON alone still gets EACCES, and
+    pagelab's reason says which capability it takes; at paranoid 2 CAP_PERFMON opens kernel
+    counting too."""
     perfmon = f"{1 << 38:016x}"
     denied = write_machine(tmp_path / "3", HYBRID, paranoid=3, capeff=perfmon)
-    assert _open_all(emulated_pmu, denied, ["cycles"])["errno"] == {"cycles": errno.EACCES}
+    out = _open_all(emulated_pmu, denied, ["cycles"])
+    assert out["errno"] == {"cycles": errno.EACCES}
+    assert "perf_event_paranoid=3 without CAP_SYS_ADMIN" in out["readings"]["cycles"]["reason"]
     allowed = write_machine(tmp_path / "2", HYBRID, paranoid=2, capeff=perfmon)
     out = _open_all(emulated_pmu, allowed, ["cycles"])
     assert out["errno"] == {"cycles": 0} and "kernel_excluded" not in out["readings"]["cycles"]
