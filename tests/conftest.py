@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import emulated
 from helpers import CFLAGS, MATRIX_TABLE, NOBODY, ROOT, checkout_state
 
 
@@ -67,6 +68,17 @@ def tools_dir():
     for f in d.iterdir():
         f.unlink()
     d.rmdir()
+
+
+@pytest.fixture(scope="session")
+def emulated_pmu():
+    """The emulated PMU (tests/emupmu/emupmu.c) built once as a shared object; tests pass it
+    with a described machine to pagelab in a child process (tests/emulated.py)."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler (cc) on PATH to build the emulated PMU")
+    d = Path(tempfile.mkdtemp(prefix="pagelab-emupmu-"))
+    yield emulated.build(d)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ def _tool(name):
 
 def _c_files():
     out = subprocess.run(
-        ["git", "ls-files", "csrc/*.c", "csrc/*.h"],
+        ["git", "ls-files", "csrc/*.c", "csrc/*.h", "tests/emupmu/*.c"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -54,9 +54,16 @@ def test_ruff_format_leaves_python_unchanged():
 
 
 def test_clang_format_leaves_c_unchanged():
-    """clang-format (csrc/.clang-format) would change no C file."""
+    """clang-format (csrc/.clang-format, also for the tests' emulated PMU) would change no C
+    file."""
     r = subprocess.run(
-        [_tool("clang-format"), "--dry-run", "--Werror", *_c_files()],
+        [
+            _tool("clang-format"),
+            "--style=file:csrc/.clang-format",
+            "--dry-run",
+            "--Werror",
+            *_c_files(),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
