@@ -17,9 +17,9 @@ import { Widget } from "@lumino/widgets";
 
 import { AutoCount, describe, trackKernel } from "./autocount";
 import { THEMED, ThemedFigure } from "./figure";
-import type { Trans } from "./i18n";
+import type { ITrans } from "./i18n";
 import { KernelList } from "./panel";
-import { KernelStream, type Connect } from "./stream";
+import { KernelStream, streamUrl, type Connect } from "./stream";
 import { KernelStatus } from "./statusitem";
 import { Throttle } from "./throttle";
 
@@ -37,9 +37,7 @@ const ICON = new LabIcon({
 
 const connect: Connect = (query, onMessage, onClose) => {
   const settings = ServerConnection.makeSettings();
-  let url = `${settings.wsUrl}pagelab/kernels/stream?${query}`;
-  if (settings.token) url += `&token=${encodeURIComponent(settings.token)}`;
-  const ws = new settings.WebSocket(url);
+  const ws = new settings.WebSocket(streamUrl(settings, query));
   ws.onmessage = (e: MessageEvent) => onMessage(String(e.data));
   ws.onclose = (e: CloseEvent) => onClose(e.code, e.reason);
   return {
@@ -58,7 +56,7 @@ class KernelPanel extends Widget {
 
   constructor(
     private readonly stream: KernelStream,
-    trans: Trans,
+    trans: ITrans,
   ) {
     super();
     this.list = new KernelList(trans);
