@@ -19,6 +19,7 @@ from helpers import ROOT
 from jupyter_browser import (
     FAULTER,
     TOTAL,
+    PageLog,
     Server,
     launch,
     live_cell,
@@ -43,7 +44,10 @@ def faulter():
 @contextmanager
 def browser(app, name, cells, lab_settings=None):
     """(server, page): a fresh `jupyter {app}` serving a notebook of these cells (PATHS[app]),
-    with these lab settings, and a chromium page; a failure saves failed-{name}.png."""
+    with these lab settings, and a chromium page; a failure saves failed-{name}.png. The test
+    fails if the page logged a console error or an "Unsatisfied version" warning, or asked
+    pagelab's endpoints or files for anything with the server's token in the URL (it logs in
+    once, through the page's own URL, and cookies authenticate the rest)."""
     why = missing_browser()
     if why:
         if os.environ.get("CI") == "true":
@@ -63,6 +67,7 @@ def browser(app, name, cells, lab_settings=None):
                     raise
                 pytest.skip(f"chromium did not start here: {str(e).splitlines()[0]}")
             page = context.new_page()
+            log = PageLog(page, server.token)
             try:
                 yield server, page
             except Exception:
@@ -70,6 +75,8 @@ def browser(app, name, cells, lab_settings=None):
                 raise
             finally:
                 context.close()
+            assert log.problems == [], log.problems
+            assert log.leaks() == [], log.leaks()
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -299,3 +306,51 @@ def test_c_cell_shows_the_transpose_misses_line_by_line():
     assert "b[j * N + i] = a[i * N + j]" in hot_text and "rgba(" in shade
     naive, tiled = numbers
     assert naive > 3 * tiled > 0
+
+
+def _language(page, editor):
+    """The CodeMirror language of an editor's content (its data-language), or None."""
+    return page.locator(f"{editor} .cm-content").get_attribute("data-language")
+
+
+def _wait_language(page, editor, name):
+    page.wait_for_function(
+        "([e, name]) => document.querySelector(`${e} .cm-content`)?.dataset.language === name",
+        arg=[editor, name],
+        timeout=60_000,
+    )
+
+
+@pytest.mark.slow
+def test_c_cells_are_highlighted_as_c_in_notebooks_and_consoles():
+    """In JupyterLab a cell whose first line is %%c is edited as C (CodeMirror's cpp language)
+    and the others as Python, in a notebook and in a console on its kernel; typing %%c on a
+    Python cell's first line turns it to C, and deleting it turns it back."""
+    cells = ["%%c\nint main(void) { return 0; }", "x = 1"]
+    nth = ".jp-Notebook .jp-Cell:nth-child({}) .jp-InputArea-editor"
+    first, second = nth.format(1), nth.format(2)
+    prompt = ".jp-CodeConsole-promptCell .jp-InputArea-editor"
+    with browser("lab", "c-highlight", cells) as (server, page):
+        open_notebook(page, server, PATHS["lab"])
+        _wait_language(page, first, "cpp")
+        _wait_language(page, second, "python")
+        page.locator(second).click()
+        page.keyboard.press("Control+Home")
+        page.keyboard.type("%%c\n")
+        _wait_language(page, second, "cpp")
+        for _ in range(4):
+            page.keyboard.press("Backspace")
+        _wait_language(page, second, "python")
+        notebook = (_language(page, first), _language(page, second))
+
+        page.keyboard.press("Escape")
+        page.keyboard.press("Control+Shift+C")
+        page.locator("#modal-command-palette .lm-CommandPalette-input").fill("console for notebook")
+        page.locator(".lm-CommandPalette-item", has_text="New Console for Notebook").click()
+        _wait_language(page, prompt, "python")
+        page.locator(prompt).click()
+        page.keyboard.type("%%c")
+        _wait_language(page, prompt, "cpp")
+        console = _language(page, prompt)
+        print(f"screenshot: {screenshot(page, 'c-highlight-console')}")
+    assert notebook == ("cpp", "python") and console == "cpp"
