@@ -166,9 +166,13 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
     Settings Editor the next cell gets no line. While the page is hidden the panel and the
     status bar hold no socket, so the server samples nothing, and they resume when it is shown
     (headless chromium never hides a page: the test sets document.visibilityState and fires
-    visibilitychange, as a browser does when the tab goes to the background)."""
+    visibilitychange, as a browser does when the tab goes to the background). The server
+    refuses a request without its token, yet no stream socket's URL carries it: the login
+    cookie authenticates them."""
     settings = {"pagelab:plugin": {"autocount": True}}
     with browser("lab", "kernel-panel", [TOUCH_256M], settings) as (server, page):
+        streams = []
+        page.on("websocket", lambda ws: streams.append(ws.url))
         editor = open_notebook(page, server, PATHS["lab"])
         # the setting's silent `%pagelab autocount on` has been answered: the cell comes after it
         page.wait_for_function(
@@ -198,6 +202,9 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
     assert lines_after_off == 1  # the 256 MiB cell's line, and none under the later cell
     assert paused["clients"] == 0 and not paused["sampling"], paused
     assert resumed["clients"] >= 1, resumed
+    assert server.api("/pagelab/watch", token=False)[0] == 403
+    streams = [url for url in streams if "/pagelab/kernels/stream?" in url]
+    assert len(streams) >= 2 and not any(server.token in url for url in streams), streams
 
 
 def _set_visibility(page, state):
