@@ -194,6 +194,7 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
         print(f"cell line: {cell_text.strip()}; status bar: {status}")
         lines_after_off = _turn_autocount_off_and_run_a_cell(page)
         paused, resumed = _hide_and_show(page, server, kernel_id)
+        refused = server.api("/pagelab/watch", token=False)[0]
     assert after - before >= AT_LEAST
     assert source in ("sw", "rusage")
     m = AUTOCOUNT_LINE.search(cell_text)
@@ -202,7 +203,7 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
     assert lines_after_off == 1  # the 256 MiB cell's line, and none under the later cell
     assert paused["clients"] == 0 and not paused["sampling"], paused
     assert resumed["clients"] >= 1, resumed
-    assert server.api("/pagelab/watch", token=False)[0] == 403
+    assert refused == 403
     streams = [url for url in streams if "/pagelab/kernels/stream?" in url]
     assert len(streams) >= 2 and not any(server.token in url for url in streams), streams
 
