@@ -1,4 +1,5 @@
-"""The tree is lint-clean: ruff (check and format) over Python, clang-format over C."""
+"""The tree is lint-clean: ruff (check and format) over Python, clang-format over C, prettier,
+eslint and stylelint over the front end in labext/."""
 
 import shutil
 import subprocess
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, run
 
 BIN = Path(sys.executable).parent
 PYTHON_TREES = ["pylib", "tests", "bench"]
@@ -69,3 +70,14 @@ def test_clang_format_leaves_c_unchanged():
         text=True,
     )
     assert r.returncode == 0, r.stderr[-4000:]
+
+
+def test_front_end_is_prettier_eslint_and_stylelint_clean():
+    """labext's `npm run lint`: prettier (width 100) would change no TypeScript or CSS file, eslint
+    (typescript-eslint with JupyterLab's conventions) and stylelint report nothing."""
+    labext = ROOT / "labext"
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (make setup installs Debian's nodejs as root)")
+    assert (labext / "node_modules" / ".bin" / "eslint").exists(), "run `make setup` (npm ci)"
+    p = run(["npm", "run", "--silent", "lint"], cwd=labext, timeout=300)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
