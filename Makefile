@@ -2,7 +2,8 @@
 # the fast tier (under 3 minutes). All set up what they need.
 #
 # Variables: PYTHON (interpreter for the venv, default python3), LAB_ARGS (extra arguments for
-# jupyter lab, e.g. LAB_ARGS="--no-browser --port 8899"), PYTEST_ARGS (e.g. "-k doctor -x").
+# jupyter lab, e.g. LAB_ARGS="--no-browser --port 8899"), PYTEST_ARGS (e.g. "-k doctor -x"),
+# HW_REPORT (where `make hw-check` writes its report, default hw-report.md).
 
 PYTHON ?= python3
 VENV := .venv
@@ -38,7 +39,15 @@ CHECK_TESTS := $(addprefix tests/test_,$(addsuffix .py, \
 	worker source scratch schema report figure_render experiments_protocol read_next \
 	cell kernelwatch cli layers docs one_source lint))
 
-.PHONY: setup lab test check system-deps clean
+# `make hw-check` (bench/hw_check.py, docs/hardware.md): a venv of its own with only what the
+# CLI's counters need to build and run (cffi, setuptools: no Jupyter, no Node), made once, and
+# the extension built in place; it installs nothing when the venv exists, so a copy of both
+# carried to a machine without a network runs there.
+HWVENV := .hwvenv
+HW_REPORT ?= hw-report.md
+NATIVE := pylib/pagelab/_native.abi3.so
+
+.PHONY: setup lab test check system-deps clean hw-check
 
 setup: system-deps $(STAMP) $(FRONT_END) $(LABEXTENSION) $(DEV_LABEXT) $(DEV_SERVER_CONFIG)
 
@@ -88,7 +97,18 @@ test: setup
 check: setup
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS) $(CHECK_TESTS)
 
+hw-check: $(HWVENV)/bin/python $(NATIVE)
+	$(HWVENV)/bin/python bench/hw_check.py --report $(HW_REPORT)
+
+$(HWVENV)/bin/python:
+	$(PYTHON) -m venv $(HWVENV)
+	$@ -m pip install --quiet cffi 'setuptools>=77'
+
+# (the editable install of `make setup` builds the same file)
+$(NATIVE): $(INSTALL_INPUTS) | $(HWVENV)/bin/python
+	$(HWVENV)/bin/python setup.py --quiet build_ext --inplace
+
 clean:
-	rm -rf $(VENV) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/_version.py \
+	rm -rf $(VENV) $(HWVENV) $(HW_REPORT) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/_version.py \
 		pylib/pagelab/jupyter/static \
 		pylib/pagelab/jupyter/labextension labext/lib labext/node_modules

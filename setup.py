@@ -42,7 +42,7 @@ def _npm_build(script, built, what):
     if npm is None:
         raise SystemExit(
             f"pagelab build: {what} (pylib/pagelab/{Path(built).parent}/) is not built and npm "
-            "is missing; install Node.js 18+ with npm (Debian: apt-get install nodejs npm) and "
+            "is missing; install Node.js 20+ with npm (Debian: apt-get install nodejs npm) and "
             "build again (or install a wheel, which carries it)"
         )
     if not (LABEXT / "node_modules" / ".package-lock.json").is_file():

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CFLAGS, NOBODY, ROOT, checkout_state
+import emulated
+from helpers import CFLAGS, MATRIX_TABLE, NOBODY, ROOT, checkout_state
 
 
 def pytest_sessionstart(session):
@@ -34,6 +35,14 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 CHECKOUT = pytest.StashKey[str | None]()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """The described-machine matrix's table (tests/test_described_machines.py), when it ran."""
+    table = config.stash.get(MATRIX_TABLE, None)
+    if table:
+        terminalreporter.write_sep("-", "described-machine matrix")
+        terminalreporter.write(table)
 
 
 def pytest_configure(config):
@@ -59,6 +68,17 @@ def tools_dir():
     for f in d.iterdir():
         f.unlink()
     d.rmdir()
+
+
+@pytest.fixture(scope="session")
+def emulated_pmu():
+    """The emulated PMU (tests/emupmu/emupmu.c) built once as a shared object; tests pass it
+    with a described machine to pagelab in a child process (tests/emulated.py)."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler (cc) on PATH to build the emulated PMU")
+    d = Path(tempfile.mkdtemp(prefix="pagelab-emupmu-"))
+    yield emulated.build(d)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import jsonschema
+import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
@@ -15,6 +16,8 @@ import pagelab
 
 ROOT = Path(__file__).resolve().parents[1]
 NOBODY = 65534  # uid and gid of the unprivileged user the profile tests run as
+# The described-machine matrix's per-machine table, printed at the end of the run (conftest.py)
+MATRIX_TABLE = pytest.StashKey[str]()
 # The flags every C file in csrc/ must compile cleanly with (see STYLE.md).
 CFLAGS = [
     "-std=c11",

@@ -19,6 +19,7 @@ from helpers import ROOT
 from jupyter_browser import (
     FAULTER,
     TOTAL,
+    PageLog,
     Server,
     launch,
     live_cell,
@@ -43,7 +44,10 @@ def faulter():
 @contextmanager
 def browser(app, name, cells, lab_settings=None):
     """(server, page): a fresh `jupyter {app}` serving a notebook of these cells (PATHS[app]),
-    with these lab settings, and a chromium page; a failure saves failed-{name}.png."""
+    with these lab settings, and a chromium page; a failure saves failed-{name}.png. The test
+    fails if the page logged a console error or an "Unsatisfied version" warning, or asked
+    pagelab's endpoints or files for anything with the server's token in the URL (it logs in
+    once, through the page's own URL, and cookies authenticate the rest)."""
     why = missing_browser()
     if why:
         if os.environ.get("CI") == "true":
@@ -63,6 +67,7 @@ def browser(app, name, cells, lab_settings=None):
                     raise
                 pytest.skip(f"chromium did not start here: {str(e).splitlines()[0]}")
             page = context.new_page()
+            log = PageLog(page, server.token)
             try:
                 yield server, page
             except Exception:
@@ -70,6 +75,8 @@ def browser(app, name, cells, lab_settings=None):
                 raise
             finally:
                 context.close()
+            assert log.problems == [], log.problems
+            assert log.leaks() == [], log.leaks()
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -159,9 +166,13 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
     Settings Editor the next cell gets no line. While the page is hidden the panel and the
     status bar hold no socket, so the server samples nothing, and they resume when it is shown
     (headless chromium never hides a page: the test sets document.visibilityState and fires
-    visibilitychange, as a browser does when the tab goes to the background)."""
+    visibilitychange, as a browser does when the tab goes to the background). The server
+    refuses a request without its token, yet no stream socket's URL carries it: the login
+    cookie authenticates them."""
     settings = {"pagelab:plugin": {"autocount": True}}
     with browser("lab", "kernel-panel", [TOUCH_256M], settings) as (server, page):
+        streams = []
+        page.on("websocket", lambda ws: streams.append(ws.url))
         editor = open_notebook(page, server, PATHS["lab"])
         # the setting's silent `%pagelab autocount on` has been answered: the cell comes after it
         page.wait_for_function(
@@ -183,6 +194,7 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
         print(f"cell line: {cell_text.strip()}; status bar: {status}")
         lines_after_off = _turn_autocount_off_and_run_a_cell(page)
         paused, resumed = _hide_and_show(page, server, kernel_id)
+        refused = server.api("/pagelab/watch", token=False)[0]
     assert after - before >= AT_LEAST
     assert source in ("sw", "rusage")
     m = AUTOCOUNT_LINE.search(cell_text)
@@ -191,6 +203,9 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
     assert lines_after_off == 1  # the 256 MiB cell's line, and none under the later cell
     assert paused["clients"] == 0 and not paused["sampling"], paused
     assert resumed["clients"] >= 1, resumed
+    assert refused == 403
+    streams = [url for url in streams if "/pagelab/kernels/stream?" in url]
+    assert len(streams) >= 2 and not any(server.token in url for url in streams), streams
 
 
 def _set_visibility(page, state):
@@ -299,3 +314,51 @@ def test_c_cell_shows_the_transpose_misses_line_by_line():
     assert "b[j * N + i] = a[i * N + j]" in hot_text and "rgba(" in shade
     naive, tiled = numbers
     assert naive > 3 * tiled > 0
+
+
+def _language(page, editor):
+    """The CodeMirror language of an editor's content (its data-language), or None."""
+    return page.locator(f"{editor} .cm-content").get_attribute("data-language")
+
+
+def _wait_language(page, editor, name):
+    page.wait_for_function(
+        "([e, name]) => document.querySelector(`${e} .cm-content`)?.dataset.language === name",
+        arg=[editor, name],
+        timeout=60_000,
+    )
+
+
+@pytest.mark.slow
+def test_c_cells_are_highlighted_as_c_in_notebooks_and_consoles():
+    """In JupyterLab a cell whose first line is %%c is edited as C (CodeMirror's cpp language)
+    and the others as Python, in a notebook and in a console on its kernel; typing %%c on a
+    Python cell's first line turns it to C, and deleting it turns it back."""
+    cells = ["%%c\nint main(void) { return 0; }", "x = 1"]
+    nth = ".jp-Notebook .jp-Cell:nth-child({}) .jp-InputArea-editor"
+    first, second = nth.format(1), nth.format(2)
+    prompt = ".jp-CodeConsole-promptCell .jp-InputArea-editor"
+    with browser("lab", "c-highlight", cells) as (server, page):
+        open_notebook(page, server, PATHS["lab"])
+        _wait_language(page, first, "cpp")
+        _wait_language(page, second, "python")
+        page.locator(second).click()
+        page.keyboard.press("Control+Home")
+        page.keyboard.type("%%c\n")
+        _wait_language(page, second, "cpp")
+        for _ in range(4):
+            page.keyboard.press("Backspace")
+        _wait_language(page, second, "python")
+        notebook = (_language(page, first), _language(page, second))
+
+        page.keyboard.press("Escape")
+        page.keyboard.press("Control+Shift+C")
+        page.locator("#modal-command-palette .lm-CommandPalette-input").fill("console for notebook")
+        page.locator(".lm-CommandPalette-item", has_text="New Console for Notebook").click()
+        _wait_language(page, prompt, "python")
+        page.locator(prompt).click()
+        page.keyboard.type("%%c")
+        _wait_language(page, prompt, "cpp")
+        console = _language(page, prompt)
+        print(f"screenshot: {screenshot(page, 'c-highlight-console')}")
+    assert notebook == ("cpp", "python") and console == "cpp"

@@ -13,7 +13,7 @@ from pagelab.counters.events import event
 from pagelab.counters.group import Counts, EventStatus, Part, readings
 from pagelab.counters.reasons import Facts
 
-PAGE = 4096
+PAGE = os.sysconf("SC_PAGESIZE")  # 4 KiB here, 16 KiB on Asahi, 64 KiB on some arm64
 
 
 def touch_fresh_pages(n):

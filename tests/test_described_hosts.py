@@ -1,5 +1,5 @@
 """The described-host matrix: `pagelab run all` and the cache chapters on the cache topologies of
-real machines (tests/hosts/hosts.txt), fed to pagelab's one cache reader through
+real machines (tests/hosts/*.yaml), fed to pagelab's one cache reader through
 $PAGELAB_MACHINE; and `run all` pinned to one CPU under a 1 GiB RLIMIT_AS.
 
 Whatever the host, every experiment runs and measures, and every claim that is not a verdict on

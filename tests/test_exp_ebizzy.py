@@ -21,7 +21,8 @@ from pagelab.results.result import Measured
 # Small but real: 64-page buffers, rounds of 20 records per thread (repeated until the fastest
 # agree), 2 threads.
 SMALL = {"buffer_kb": 256, "records": 20, "threads": 2}
-PAGES = 256 * 1024 // 4096
+PAGE = os.sysconf("SC_PAGESIZE")  # the kernel's page size, not 4 KiB everywhere
+PAGES = 256 * 1024 // PAGE
 
 
 def _sampling_allowed():
@@ -147,7 +148,7 @@ def test_lost_samples_are_counted():
         progress=None,
     )
     m = r["mmap"]
-    pages = 1024 * 1024 // 4096
+    pages = 1024 * 1024 // PAGE
     samples, lost = m["profile_samples"].value, m["profile_lost"].value
     undelivered = m["profile_undelivered"].value
     assert lost > 0 and samples < 5 * pages
@@ -182,9 +183,9 @@ def test_native_sampler_names_and_counts():
     s = ffi.new("struct pl_sampler *")
     prof = ffi.new("struct pl_fault_profile *")
     assert lib.pl_sampler_open(s, 1 << 16) == 0
-    buf = mmap.mmap(-1, 64 * 4096)
+    buf = mmap.mmap(-1, 64 * PAGE)
     assert lib.pl_sampler_enable(s) == 0
-    for off in range(0, len(buf), 4096):
+    for off in range(0, len(buf), PAGE):
         buf[off] = 1
     assert lib.pl_sampler_finish(s, prof) == 0
     buf.close()

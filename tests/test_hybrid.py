@@ -83,7 +83,10 @@ def test_parts_are_summed_unscaled_when_the_thread_moved_between_core_types():
 def test_multiplexed_parts_are_scaled_by_the_span_over_their_running_sum():
     """The same run, each part on a counter half its time: both are doubled, never one core
     type extrapolated over the time the thread spent on the other."""
-    t = combine(_status(), None, Counts((900, 200), (1000, 1000), (300, 200)))
+    second = 1_000_000_000
+    t = combine(
+        _status(), None, Counts((900, 200), (second, second), (3 * second // 10, second // 5))
+    )
     assert t.scaled and t.value == 2200 and t.parts == {"cpu_core": 1800, "cpu_atom": 400}
 
 
@@ -99,4 +102,37 @@ def test_never_counted_names_the_core_type_when_one_was_asked_for():
     status = EventStatus(event("cycles"), (Part(0, "cpu_atom", 0, 0, 1, opened=True),), "cpu_atom")
     (r,) = readings([status], None, Counts((0,), (1000,), (0,)), FACTS)
     assert r.value is None and "never ran on a cpu_atom core" in r.reason
+    assert "held" not in r.reason
+
+
+def test_a_core_type_that_cannot_count_it_is_not_extrapolated_over():
+    """LLC-loads on cpu_core only (the atom PMU refuses it): the core part is not scaled over the
+    time the thread spent on E-cores, and the note says which core type the number covers."""
+    parts = (
+        Part(0, "cpu_core", 0, 0, 1, opened=True),
+        Part(1, "cpu_atom", 0, 0, 2, opened=False, errno=2),
+    )
+    t = combine(
+        EventStatus(event("LLC-loads"), parts), None, Counts((3000, 0), (1000, 0), (600, 0))
+    )
+    assert (t.value, t.scaled) == (3000, False)
+    assert "cpu_core only" in t.note and "cpu_atom cannot count it" in t.note
+
+
+def test_parts_read_a_few_microseconds_apart_are_not_multiplexing():
+    """Parts are read one after another: a shortfall of a few microseconds is the reads' skew,
+    not multiplexing, so the sum stays unscaled; a real shortfall is still scaled."""
+    span = 300_000_000
+    t = combine(_status(), None, Counts((100, 200), (span, span + 3_000), (span - 3_000, 0)))
+    assert (t.value, t.scaled) == (300, False)
+    t = combine(_status(), None, Counts((100, 100), (span, span), (span // 4, span // 4)))
+    assert (t.value, t.scaled) == (400, True)
+
+
+def test_a_generic_fallback_that_never_ran_says_where_it_was_bound():
+    """After the no-extended-type fallback, a thread that ran only on the other core type gets
+    a reason naming the binding, never 'never on a counter'."""
+    status = EventStatus(event("cycles"), (Part(0, None, 0, 0, 1, opened=True),), one_pmu=True)
+    (r,) = readings([status], None, Counts((0,), (1000,), (0,)), FACTS)
+    assert r.value is None and "where the kernel bound it" in r.reason
     assert "held" not in r.reason

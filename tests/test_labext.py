@@ -53,10 +53,28 @@ def test_front_end_typechecks_and_its_specs_pass():
 
 
 def test_bundle_is_built_with_this_version():
-    """The ESM bundle the widget loads exists and carries the package version."""
-    bundle = ROOT / "pylib" / "pagelab" / "jupyter" / "static" / "livecounters.js"
+    """The ESM bundle the widget loads exists and carries the package version, and neither it nor
+    the lab extension's scripts carry the rest of package.json (version.ts takes only the
+    version): no `devDependencies` key."""
+    jupyter = ROOT / "pylib" / "pagelab" / "jupyter"
+    bundle = jupyter / "static" / "livecounters.js"
     assert bundle.exists(), "run `make setup` to build the front end"
     assert f'"{pagelab.__version__}"' in bundle.read_text()
+    scripts = [bundle, *(jupyter / "labextension" / "static").glob("*.js")]
+    assert len(scripts) > 1, "run `make setup` to build the lab extension"
+    assert [p.name for p in scripts if "devDependencies" in p.read_text()] == []
+
+
+def test_one_node_minimum():
+    """The Node.js minimum is labext/package.json's `engines`, and every "Node.js N+" in
+    README.md, docs/ and setup.py's message, and every conda `nodejs>=N`, says the same N."""
+    engines = json.loads((LABEXT / "package.json").read_text())["engines"]["node"]
+    floor = re.fullmatch(r">=(\d+)", engines).group(1)
+    texts = [ROOT / "README.md", ROOT / "setup.py", *(ROOT / "docs").rglob("*.md")]
+    conda = [ROOT / "environment.yml", ROOT / "binder" / "environment.yml"]
+    said = {(p.name, n) for p in texts for n in re.findall(r"Node\.js (\d+)\+", p.read_text())}
+    said |= {(p.name, n) for p in conda for n in re.findall(r"nodejs>=(\d+)", p.read_text())}
+    assert len(said) >= 4 and {n for _, n in said} == {floor}, said
 
 
 def test_lab_extension_is_prebuilt_with_this_version_and_its_settings():

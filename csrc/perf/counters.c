@@ -59,10 +59,9 @@ int pl_group_open(struct pl_group *g, const uint32_t *types, const uint64_t *con
         /* perf_event_paranoid >= 2 without CAP_PERFMON: only user-space counting is allowed. */
         if ((fd == -EACCES || fd == -EPERM) && !excl) {
             int retry = open_one(types[i], configs[i], pid, group_fd, flags, 1);
-            if (retry >= 0) {
-                fd = retry;
+            if (retry >= 0)
                 g->kernel_excluded[i] = 1;
-            }
+            fd = retry; /* failing, its errno is the real one (e.g. ENOENT: no extended type) */
         }
         g->fd[i] = fd < 0 ? -1 : fd;
         g->err[i] = fd < 0 ? -fd : 0;

@@ -6,7 +6,7 @@
 
 import type { Kernel } from "@jupyterlab/services";
 
-import { plain, type Trans } from "./i18n";
+import { plain, type ITrans } from "./i18n";
 
 export const ON = "%load_ext pagelab\n%pagelab autocount on";
 export const OFF = "%pagelab autocount off";
@@ -16,7 +16,7 @@ export type Run = (code: string) => Promise<string | null>;
 
 export type State = "on" | "off" | "pending" | { error: string };
 
-interface Tracked {
+interface ITracked {
   run: Run;
   state: State;
   request: number; // the latest request's number: only its answer sets the state
@@ -24,7 +24,7 @@ interface Tracked {
 
 export class AutoCount {
   private enabled = false;
-  private readonly kernels = new Map<string, Tracked>();
+  private readonly kernels = new Map<string, ITracked>();
 
   /** ``changed`` hears every change of a kernel's state (e.g. to redraw the status bar). */
   constructor(private readonly changed: (kernelId: string) => void = () => {}) {}
@@ -41,7 +41,7 @@ export class AutoCount {
   /** A kernel that is ready for code (new, or back from a restart); known ones are left alone. */
   add(kernelId: string, run: Run): void {
     if (this.kernels.has(kernelId)) return;
-    const k: Tracked = { run, state: "off", request: 0 };
+    const k: ITracked = { run, state: "off", request: 0 };
     this.kernels.set(kernelId, k);
     if (this.enabled) void this.apply(kernelId, k, true);
   }
@@ -55,7 +55,7 @@ export class AutoCount {
     return this.kernels.get(kernelId)?.state ?? null;
   }
 
-  private async apply(id: string, k: Tracked, on: boolean): Promise<void> {
+  private async apply(id: string, k: ITracked, on: boolean): Promise<void> {
     const request = ++k.request;
     k.state = on ? "pending" : "off";
     this.changed(id);
@@ -73,10 +73,7 @@ export class AutoCount {
 }
 
 /** What the status bar says about one kernel's autocount ("" when the setting left it off). */
-export function describe(
-  state: State | null,
-  t: Trans = plain,
-): { text: string; title: string } {
+export function describe(state: State | null, t: ITrans = plain): { text: string; title: string } {
   if (state === "on") {
     return { text: t.__("per-cell counts"), title: t.__("autocount is on (setting)") };
   }

@@ -6,7 +6,7 @@ import runIcon from "@jupyterlab/ui-components/style/icons/toolbar/run.svg";
 import stopIcon from "@jupyterlab/ui-components/style/icons/toolbar/stop.svg";
 import resetIcon from "@jupyterlab/ui-components/style/icons/toolbar/refresh.svg";
 
-import type { Trans } from "./i18n";
+import type { ITrans } from "./i18n";
 import type { ViewMessage } from "./protocol";
 
 function button(className: string, onClick: () => void): HTMLButtonElement {
@@ -37,7 +37,7 @@ export class Controls {
 
   constructor(
     send: (action: ViewMessage["type"]) => void,
-    private readonly trans: Trans,
+    private readonly trans: ITrans,
   ) {
     this.node = document.createElement("div");
     this.node.className = "pl-controls";

@@ -12,18 +12,18 @@ import { PanelLayout, Widget } from "@lumino/widgets";
 export const THEMED = "application/vnd.pagelab.themed-figure+json";
 export const PLOTLY = "application/vnd.plotly.v1+json";
 
-interface Figure {
+interface IFigure {
   layout?: Record<string, unknown>;
   [key: string]: unknown;
 }
 
 /** The figure to draw: its own, or with ``dark`` as its template while the theme is dark. */
-export function themed(figure: Figure, dark: Record<string, unknown> | null): Figure {
+export function themed(figure: IFigure, dark: Record<string, unknown> | null): IFigure {
   return dark ? { ...figure, layout: { ...figure.layout, template: dark } } : figure;
 }
 
 /** The theme as the figures see it: whether it is dark now, and when it changes. */
-export interface Theme {
+export interface ITheme {
   dark(): boolean;
   changed: ISignal<unknown, unknown> | null;
 }
@@ -33,7 +33,7 @@ export class ThemedFigure extends Widget implements IRenderMime.IRenderer {
 
   constructor(
     private readonly rendermime: IRenderMimeRegistry,
-    private readonly theme: Theme,
+    private readonly theme: ITheme,
   ) {
     super();
     this.addClass("pagelab-figure");
@@ -60,9 +60,9 @@ export class ThemedFigure extends Widget implements IRenderMime.IRenderer {
   private draw(): Promise<void> {
     const { data: bundle, metadata, trusted } = this.model!;
     const plotly = this.rendermime.getFactory(PLOTLY) !== undefined;
-    const dark = plotly && this.theme.dark() ? (bundle[THEMED] as { dark: Figure }).dark : null;
+    const dark = plotly && this.theme.dark() ? (bundle[THEMED] as { dark: IFigure }).dark : null;
     const mime = plotly ? PLOTLY : "text/html";
-    const shown = plotly ? themed(bundle[PLOTLY] as Figure, dark) : bundle[mime];
+    const shown = plotly ? themed(bundle[PLOTLY] as IFigure, dark) : bundle[mime];
     const inner = this.rendermime.createRenderer(mime);
     const layout = this.layout as PanelLayout;
     for (const old of [...layout.widgets]) old.dispose();

@@ -21,7 +21,8 @@ export function smallestTop(unit: string): number {
 /** A counter's total: "1,234,567", or seconds/bytes with their unit; "n/a" when unknown. */
 export function formatTotal(value: number | null, unit: string): string {
   if (value === null || !Number.isFinite(value)) return "n/a";
-  if (unit === "ns") return `${(value / 1e6).toLocaleString("en-US", { maximumFractionDigits: 1 })} ms`;
+  if (unit === "ns")
+    return `${(value / 1e6).toLocaleString("en-US", { maximumFractionDigits: 1 })} ms`;
   if (unit === "s") return `${value.toLocaleString("en-US", { maximumFractionDigits: 3 })} s`;
   const text = Math.round(value).toLocaleString("en-US");
   return unit ? `${text} ${unit}` : text;
@@ -44,7 +45,7 @@ function compact(value: number): string {
 export function formatRate(perSecond: number | null, unit = ""): string {
   if (perSecond === null || !Number.isFinite(perSecond)) return "–";
   if (unit === "ns" || unit === "s") {
-    const share = (perSecond * (unit === "ns" ? 1e-9 : 1)) * 100;
+    const share = perSecond * (unit === "ns" ? 1e-9 : 1) * 100;
     return `${share.toFixed(share < 10 && !Number.isInteger(share) ? 1 : 0)}% CPU`;
   }
   return unit ? `${compact(perSecond)} ${unit}/s` : `${compact(perSecond)}/s`;

@@ -3,7 +3,7 @@
 // fill placeholders as gettext does: %1, %2, ... are the arguments; in _n, %1 is the count.
 
 /** The part of @jupyterlab/translation's TranslationBundle the views use. */
-export interface Trans {
+export interface ITrans {
   __(msgid: string, ...args: unknown[]): string;
   _n(msgid: string, msgidPlural: string, n: number, ...args: unknown[]): string;
 }
@@ -13,7 +13,7 @@ function fill(text: string, args: unknown[]): string {
 }
 
 /** English, untranslated. */
-export const plain: Trans = {
+export const plain: ITrans = {
   __: (msgid, ...args) => fill(msgid, args),
   _n: (msgid, msgidPlural, n, ...args) => fill(n === 1 ? msgid : msgidPlural, [n, ...args]),
 };

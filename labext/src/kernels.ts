@@ -1,21 +1,21 @@
 // The server extension's replies (see pagelab.jupyter.serverext; stream.ts fills in the series a
-// socket's messages leave out while unchanged) and how one becomes the SampleBatch a LiveView
+// socket's messages leave out while unchanged) and how one becomes the ISampleBatch a LiveView
 // takes, the same shape the widget's messages decode to.
 
-import type { CounterInfo, SampleBatch } from "./protocol";
+import type { ICounterInfo, ISampleBatch } from "./protocol";
 
 /** One kernel of the server's user: its series and the samples since the last poll. */
-export interface KernelCounters {
+export interface IKernelCounters {
   id: string;
   name: string;
   pid: number;
   execution_state: string;
-  series: CounterInfo[];
+  series: ICounterInfo[];
   /** rows [t, value, value, ...]; null where a value could not be read */
   samples: (number | null)[][];
 }
 
-export interface KernelsReply {
+export interface IKernelsReply {
   version: string;
   /** seconds on the server's watch clock, the clock of every sample's t */
   now: number;
@@ -25,11 +25,11 @@ export interface KernelsReply {
   sampling_error: string | null;
   /** e.g. that the server caps the rate below the setting ("" if nothing) */
   note: string;
-  kernels: KernelCounters[];
+  kernels: IKernelCounters[];
 }
 
 /** A kernel's samples as a batch (null becomes NaN: unknown, never 0). */
-export function toBatch(k: KernelCounters): SampleBatch {
+export function toBatch(k: IKernelCounters): ISampleBatch {
   const m = k.series.length;
   const times = new Float64Array(k.samples.length);
   const values = new Float64Array(k.samples.length * m);
@@ -41,7 +41,7 @@ export function toBatch(k: KernelCounters): SampleBatch {
 }
 
 /** The newest sample time in a reply, or null: the next poll asks only for later ones. */
-export function latest(reply: KernelsReply): number | null {
+export function latest(reply: IKernelsReply): number | null {
   let t: number | null = null;
   for (const k of reply.kernels) {
     const last = k.samples.length ? k.samples[k.samples.length - 1][0] : null;
@@ -51,12 +51,12 @@ export function latest(reply: KernelsReply): number | null {
 }
 
 /** Whether two series lists describe the same rows (a change rebuilds the view). */
-export function sameSeries(a: readonly CounterInfo[], b: readonly CounterInfo[]): boolean {
+export function sameSeries(a: readonly ICounterInfo[], b: readonly ICounterInfo[]): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** The last known value of series ``name`` in a kernel's samples, or null. */
-export function lastValue(k: KernelCounters, name: string): number | null {
+export function lastValue(k: IKernelCounters, name: string): number | null {
   const i = k.series.findIndex((s) => s.name === name);
   if (i < 0) return null;
   for (let r = k.samples.length - 1; r >= 0; r--) {

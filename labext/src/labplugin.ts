@@ -1,11 +1,13 @@
 // Registration for JupyterLab 4 and Notebook 7 (plugin.ts registers the widget's anywidget
 // view): the kernel panel in the left side bar and the command that shows it, the status-bar
-// item, the autocount setting's silent magic in each notebook kernel, and their settings; and
-// the renderer that draws pagelab's figures in the theme. Strings go through ITranslator; the
+// item, the autocount setting's silent magic in each notebook kernel, and their settings; the
+// renderer that draws pagelab's figures in the theme; and C's highlighting for `%%c` cells. Strings go through ITranslator; the
 // look is the extension's style (style/index.css), which JupyterLab loads with it.
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { ICommandPalette, IThemeManager } from "@jupyterlab/apputils";
+import type { ICellModel } from "@jupyterlab/cells";
+import { IConsoleTracker, type ConsolePanel } from "@jupyterlab/console";
 import { INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
 import { IRenderMimeRegistry } from "@jupyterlab/rendermime";
 import { ServerConnection } from "@jupyterlab/services";
@@ -16,10 +18,11 @@ import { LabIcon } from "@jupyterlab/ui-components";
 import { Widget } from "@lumino/widgets";
 
 import { AutoCount, describe, trackKernel } from "./autocount";
+import { highlightCCells } from "./ccells";
 import { THEMED, ThemedFigure } from "./figure";
-import type { Trans } from "./i18n";
+import type { ITrans } from "./i18n";
 import { KernelList } from "./panel";
-import { KernelStream, type Connect } from "./stream";
+import { KernelStream, streamUrl, type Connect } from "./stream";
 import { KernelStatus } from "./statusitem";
 import { Throttle } from "./throttle";
 
@@ -37,9 +40,7 @@ const ICON = new LabIcon({
 
 const connect: Connect = (query, onMessage, onClose) => {
   const settings = ServerConnection.makeSettings();
-  let url = `${settings.wsUrl}pagelab/kernels/stream?${query}`;
-  if (settings.token) url += `&token=${encodeURIComponent(settings.token)}`;
-  const ws = new settings.WebSocket(url);
+  const ws = new settings.WebSocket(streamUrl(settings, query));
   ws.onmessage = (e: MessageEvent) => onMessage(String(e.data));
   ws.onclose = (e: CloseEvent) => onClose(e.code, e.reason);
   return {
@@ -58,7 +59,7 @@ class KernelPanel extends Widget {
 
   constructor(
     private readonly stream: KernelStream,
-    trans: Trans,
+    trans: ITrans,
   ) {
     super();
     this.list = new KernelList(trans);
@@ -212,4 +213,41 @@ const figures: JupyterFrontEndPlugin<void> = {
   },
 };
 
-export default [plugin, figures];
+/** `%%c` cells highlighted as C in notebooks and consoles (see ccells.ts). */
+const cCells: JupyterFrontEndPlugin<void> = {
+  id: "pagelab:c-cells",
+  description: "pagelab's %%c cells highlighted as C in notebooks and consoles.",
+  autoStart: true,
+  optional: [INotebookTracker, IConsoleTracker],
+  activate: (
+    _app: JupyterFrontEnd,
+    notebooks: INotebookTracker | null,
+    consoles: IConsoleTracker | null,
+  ) => {
+    const followed = new WeakSet<ICellModel>(); // a moved cell comes back as added
+    const follow = (cell: ICellModel) => {
+      if (cell.type !== "code" || followed.has(cell)) return;
+      followed.add(cell);
+      highlightCCells(cell);
+    };
+    const watch = (nb: NotebookPanel) => {
+      const cells = nb.content.model?.cells;
+      if (!cells) return;
+      for (const cell of cells) follow(cell);
+      cells.changed.connect((_, change) => {
+        if (change.type === "add") change.newValues.forEach(follow);
+      });
+    };
+    notebooks?.widgetAdded.connect((_, nb) => watch(nb));
+    notebooks?.forEach(watch);
+    const watchConsole = (panel: ConsolePanel) => {
+      const prompt = panel.console.promptCell;
+      if (prompt) follow(prompt.model);
+      panel.console.promptCellCreated.connect((_, cell) => follow(cell.model));
+    };
+    consoles?.widgetAdded.connect((_, panel) => watchConsole(panel));
+    consoles?.forEach(watchConsole);
+  },
+};
+
+export default [plugin, figures, cCells];

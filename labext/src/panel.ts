@@ -1,23 +1,23 @@
 // The kernel panel's content: one LiveView per running kernel of the user, fed by the stream's
 // replies. Plain DOM (no Lumino), so the specs can drive it; labplugin.ts puts it in the side bar.
 
-import { plain, type Trans } from "./i18n";
-import { sameSeries, toBatch, type KernelsReply } from "./kernels";
-import type { CounterInfo } from "./protocol";
+import { plain, type ITrans } from "./i18n";
+import { sameSeries, toBatch, type IKernelsReply } from "./kernels";
+import type { ICounterInfo } from "./protocol";
 import { LiveView } from "./view";
 
-interface Entry {
+interface IEntry {
   view: LiveView;
-  series: CounterInfo[];
+  series: ICounterInfo[];
 }
 
 export class KernelList {
   readonly root: HTMLElement;
   private readonly status: HTMLElement;
   private readonly list: HTMLElement;
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<string, IEntry>();
 
-  constructor(private readonly trans: Trans = plain) {
+  constructor(private readonly trans: ITrans = plain) {
     this.root = document.createElement("div");
     this.root.className = "pagelab-panel";
     this.root.dataset.pagelab = "kernel-panel";
@@ -32,7 +32,7 @@ export class KernelList {
   }
 
   /** Take in one reply: add, rebuild or drop views, and feed them the new samples. */
-  update(reply: KernelsReply | null, error: string | null): void {
+  update(reply: IKernelsReply | null, error: string | null): void {
     const t = this.trans;
     if (reply === null) {
       this.status.textContent = t.__(

@@ -4,24 +4,24 @@
 
 import { Controls } from "./controls";
 import { plain } from "./i18n";
-import { decodeSamples, type CounterInfo, type KernelMessage, type ViewMessage } from "./protocol";
+import { decodeSamples, type ICounterInfo, type KernelMessage, type ViewMessage } from "./protocol";
 import { Throttle } from "./throttle";
 import { VERSION } from "./version";
 import { LiveView } from "./view";
 
-interface Model {
+interface IModel {
   get(name: string): unknown;
   send(content: ViewMessage): void;
   on(event: string, cb: (...args: any[]) => void): void;
   off(event: string, cb: (...args: any[]) => void): void;
 }
 
-function render({ model, el }: { model: Model; el: HTMLElement }): () => void {
+function render({ model, el }: { model: IModel; el: HTMLElement }): () => void {
   const controls = new Controls((type) => model.send({ type }), plain);
   const view = new LiveView({ version: VERSION, controls: controls.node });
   const throttle = new Throttle(() => view.draw(), 30);
   const onCounters = () => {
-    view.setCounters(model.get("counters") as CounterInfo[]);
+    view.setCounters(model.get("counters") as ICounterInfo[]);
     throttle.request();
   };
   const onRunning = () => {

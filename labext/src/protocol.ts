@@ -2,7 +2,7 @@
 // synced traits; samples travel as binary buffers in custom messages, never one number per message.
 
 /** One counter as the kernel describes it (the synced `counters` trait). */
-export interface CounterInfo {
+export interface ICounterInfo {
   name: string;
   unit: string;
   /** hw, sw, rusage or clock: where the numbers come from */
@@ -14,16 +14,14 @@ export interface CounterInfo {
 }
 
 /** A batch of samples: `times` in seconds since start, `values` row-major [time][counter]. */
-export interface SampleBatch {
+export interface ISampleBatch {
   times: Float64Array;
   values: Float64Array;
   counters: number;
 }
 
 /** Custom messages from the kernel. */
-export type KernelMessage =
-  | { type: "samples"; n: number; counters: number }
-  | { type: "reset" };
+export type KernelMessage = { type: "samples"; n: number; counters: number } | { type: "reset" };
 
 /** Custom messages to the kernel (the controls). */
 export type ViewMessage = { type: "start" } | { type: "stop" } | { type: "reset" };
@@ -39,7 +37,7 @@ function asFloat64(buf: ArrayBuffer | DataView | Uint8Array): Float64Array {
 export function decodeSamples(
   msg: { n: number; counters: number },
   buffers: ReadonlyArray<ArrayBuffer | DataView | Uint8Array>,
-): SampleBatch {
+): ISampleBatch {
   if (buffers.length !== 2) throw new Error(`samples need 2 buffers, got ${buffers.length}`);
   const times = asFloat64(buffers[0]);
   const values = asFloat64(buffers[1]);

@@ -2,8 +2,8 @@
 
 import { formatKiB, formatRate } from "./format";
 import { History } from "./history";
-import { plain, type Trans } from "./i18n";
-import { lastValue, type KernelsReply } from "./kernels";
+import { plain, type ITrans } from "./i18n";
+import { lastValue, type IKernelsReply } from "./kernels";
 
 export class KernelStatus {
   private kernelId: string | null = null;
@@ -11,7 +11,7 @@ export class KernelStatus {
   private rss: number | null = null;
   private source = "";
 
-  constructor(private readonly trans: Trans = plain) {}
+  constructor(private readonly trans: ITrans = plain) {}
 
   /** Follow another kernel (or none): its history starts afresh. */
   follow(kernelId: string | null): void {
@@ -22,7 +22,7 @@ export class KernelStatus {
     this.source = "";
   }
 
-  update(reply: KernelsReply | null): void {
+  update(reply: IKernelsReply | null): void {
     const k = reply?.kernels.find((x) => x.id === this.kernelId);
     if (!k) return;
     const i = k.series.findIndex((s) => s.name === "page-faults");

@@ -2,10 +2,10 @@
 // and the page is visible: every message goes to all of them. Nobody subscribed, or the page
 // hidden: the socket is closed, so the server samples nothing for this tab.
 
-import type { CounterInfo } from "./protocol";
-import type { KernelCounters, KernelsReply } from "./kernels";
+import type { ICounterInfo } from "./protocol";
+import type { IKernelCounters, IKernelsReply } from "./kernels";
 
-export type Listener = (reply: KernelsReply | null, error: string | null) => void;
+export type Listener = (reply: IKernelsReply | null, error: string | null) => void;
 
 /** Open a socket with this query string; returns how to close it (without a close callback). */
 export type Connect = (
@@ -16,9 +16,28 @@ export type Connect = (
 
 /** A message as the server sends it: a kernel's series only when they are new to this socket,
  * or the one sentence that says why the server refuses this socket's query. */
-type Wire = (KernelsReply & { kernels: (KernelCounters & { series?: CounterInfo[] })[] }) | {
-  error: string;
-};
+type Wire =
+  | (IKernelsReply & { kernels: (IKernelCounters & { series?: ICounterInfo[] })[] })
+  | {
+      error: string;
+    };
+
+/** What of the page's server settings the stream's URL needs (ServerConnection.ISettings). */
+export interface IStreamSettings {
+  readonly wsUrl: string;
+  readonly token: string;
+  readonly appendToken: boolean;
+}
+
+/** The stream's URL for this query. The token goes into it only where the page config's
+ * `appendToken` says so, as in JupyterLab's own sockets (a socket to another host); otherwise
+ * the browser's login cookie authenticates the socket, and no credential lands in the request
+ * lines that proxies log. */
+export function streamUrl(settings: IStreamSettings, query: string): string {
+  const url = `${settings.wsUrl}pagelab/kernels/stream?${query}`;
+  if (!settings.appendToken || !settings.token) return url;
+  return `${url}&token=${encodeURIComponent(settings.token)}`;
+}
 
 const RETRY_MS = 2000; // after the server went away (restarted, network): try again
 
@@ -32,7 +51,7 @@ export class KernelStream {
   /** The server's sentence for a query it refuses: no retry until the settings change. */
   private refused: string | null = null;
   /** Each kernel's series on this socket (the server leaves them out while unchanged). */
-  private readonly series = new Map<string, CounterInfo[]>();
+  private readonly series = new Map<string, ICounterInfo[]>();
 
   constructor(
     private readonly connect: Connect,
@@ -85,28 +104,32 @@ export class KernelStream {
     if (wanted && !this.socket && this.retry === null) this.open();
   }
 
-  private tell(reply: KernelsReply | null, error: string | null): void {
+  private tell(reply: IKernelsReply | null, error: string | null): void {
     for (const l of [...this.listeners]) l(reply, error);
   }
 
   private open(): void {
     this.series.clear();
-    this.socket = this.connect(this.query(), (data) => this.receive(data), (code, reason) => {
-      this.socket = null;
-      if (code >= 4000 && code < 5000) {
-        // the server refused the query and said why (4400, 4403): retrying cannot help
-        if (this.refused === null) {
-          this.refused = reason || `the server refused the counter stream (${code})`;
-          this.tell(null, this.refused);
+    this.socket = this.connect(
+      this.query(),
+      (data) => this.receive(data),
+      (code, reason) => {
+        this.socket = null;
+        if (code >= 4000 && code < 5000) {
+          // the server refused the query and said why (4400, 4403): retrying cannot help
+          if (this.refused === null) {
+            this.refused = reason || `the server refused the counter stream (${code})`;
+            this.tell(null, this.refused);
+          }
+          return;
         }
-        return;
-      }
-      this.tell(null, `the counter stream closed (${code})`);
-      this.retry = this.later(() => {
-        this.retry = null;
-        this.resume();
-      }, RETRY_MS);
-    });
+        this.tell(null, `the counter stream closed (${code})`);
+        this.retry = this.later(() => {
+          this.retry = null;
+          this.resume();
+        }, RETRY_MS);
+      },
+    );
   }
 
   private receive(data: string): void {
@@ -120,7 +143,7 @@ export class KernelStream {
       if (k.series) this.series.set(k.id, k.series);
       else k.series = this.series.get(k.id) ?? [];
     }
-    this.tell(msg as KernelsReply, null);
+    this.tell(msg as IKernelsReply, null);
   }
 
   private close(): void {

@@ -4,7 +4,9 @@
 export type Scheduler = (cb: () => void) => void;
 
 const defaultScheduler: Scheduler = (cb) =>
-  typeof requestAnimationFrame === "function" ? requestAnimationFrame(() => cb()) : setTimeout(cb, 16);
+  typeof requestAnimationFrame === "function"
+    ? requestAnimationFrame(() => cb())
+    : setTimeout(cb, 16);
 
 export class Throttle {
   private pending = false;

@@ -7,8 +7,8 @@
 import { chartPoints, niceMax } from "./chart";
 import { formatLevel, formatRate, formatTotal, isLevel, smallestTop } from "./format";
 import { History, WINDOW_S } from "./history";
-import { plain, type Trans } from "./i18n";
-import type { CounterInfo, SampleBatch } from "./protocol";
+import { plain, type ITrans } from "./i18n";
+import type { ICounterInfo, ISampleBatch } from "./protocol";
 
 const SVG = "http://www.w3.org/2000/svg";
 // The plot's own coordinates; CSS sizes it (preserveAspectRatio none, strokes unscaled).
@@ -16,17 +16,17 @@ const PLOT_W = 300;
 const PLOT_H = 60;
 const LABEL_EVERY_S = 1; // how often a chart's text alternative is rewritten
 
-export interface ViewOptions {
-  trans?: Trans;
+export interface IViewOptions {
+  trans?: ITrans;
   /** shown in the head (the widget; the panel says it once for all kernels) */
   version?: string;
   /** the widget's controls, put in the head */
   controls?: HTMLElement;
 }
 
-interface Row {
+interface IRow {
   node: HTMLElement;
-  counter: CounterInfo;
+  counter: ICounterInfo;
   history: History;
   rate: HTMLElement | null; // a count's latest rate
   total: HTMLElement; // a count's total, a level's value, or n/a
@@ -60,13 +60,13 @@ export class LiveView {
   readonly root: HTMLElement;
   /** How many times the cards were redrawn (read by the browser test and the bench). */
   draws = 0;
-  private readonly trans: Trans;
+  private readonly trans: ITrans;
   private readonly list: HTMLElement;
   private readonly title: HTMLElement;
   private readonly state: HTMLElement;
-  private rows: Row[] = [];
+  private rows: IRow[] = [];
 
-  constructor(options: ViewOptions = {}) {
+  constructor(options: IViewOptions = {}) {
     const trans = (this.trans = options.trans ?? plain);
     this.root = el("div", "pagelab-live");
     this.root.dataset.pagelab = "livecounters";
@@ -100,12 +100,12 @@ export class LiveView {
   }
 
   /** Rebuild the cards for a new counter list (names, units, sources, reasons). */
-  setCounters(counters: CounterInfo[]): void {
+  setCounters(counters: ICounterInfo[]): void {
     this.rows = counters.map((c) => this.card(c));
     this.list.replaceChildren(...this.rows.map((r) => r.node));
   }
 
-  private card(c: CounterInfo): Row {
+  private card(c: ICounterInfo): IRow {
     const t = this.trans;
     const li = el("li", c.reason ? "pl-counter pl-unavailable" : "pl-counter");
     li.dataset.counter = c.name;
@@ -115,7 +115,7 @@ export class LiveView {
     top.append(el("span", "pl-name", c.name), el("span", "pl-sr", t.__("source:")), source);
     const now = el("div", "pl-now");
     const level = isLevel(c.unit);
-    const row: Row = {
+    const row: IRow = {
       node: li,
       counter: c,
       history: new History(level),
@@ -136,7 +136,7 @@ export class LiveView {
     return row;
   }
 
-  private chart(row: Row): HTMLElement {
+  private chart(row: IRow): HTMLElement {
     const chart = el("div", "pl-chart");
     chart.setAttribute("role", "img");
     const yaxis = el("div", "pl-yaxis");
@@ -168,13 +168,13 @@ export class LiveView {
   }
 
   /** A point's value as the axis and the latest figure print it. */
-  private value(row: Row, v: number | null): string {
+  private value(row: IRow, v: number | null): string {
     const unit = row.counter.unit;
     return row.history.level ? formatLevel(v, unit) : formatRate(v, unit);
   }
 
   /** The chart's text alternative: what it shows, the latest value and the range drawn. */
-  private label(row: Row): void {
+  private label(row: IRow): void {
     const t = this.trans;
     const h = row.history;
     const what = h.level
@@ -194,7 +194,7 @@ export class LiveView {
   }
 
   /** Take in a batch of samples; drawing happens separately (throttled). */
-  add(batch: SampleBatch): void {
+  add(batch: ISampleBatch): void {
     const m = Math.min(batch.counters, this.rows.length);
     for (let k = 0; k < batch.times.length; k++) {
       for (let i = 0; i < m; i++) {

@@ -116,7 +116,10 @@ function connection(language: string, reply: object, stderr = "") {
         onIOPub: (_: unknown) => {},
         done: Promise.resolve().then(() => {
           if (stderr)
-            future.onIOPub({ header: { msg_type: "stream" }, content: { name: "stderr", text: stderr } });
+            future.onIOPub({
+              header: { msg_type: "stream" },
+              content: { name: "stderr", text: stderr },
+            });
           return { content: reply };
         }),
       };
@@ -133,7 +136,11 @@ suite("the kernel glue", () => {
     const ok = connection("python", { status: "ok" });
     expect(await silentRun(ok.kernel)(ON)).toBeNull();
     expect(ok.requests).toEqual([{ code: ON, silent: true, store_history: false }]);
-    const missing = connection("python", { status: "error", ename: "ModuleNotFoundError", evalue: "no pagelab" });
+    const missing = connection("python", {
+      status: "error",
+      ename: "ModuleNotFoundError",
+      evalue: "no pagelab",
+    });
     expect(await silentRun(missing.kernel)(ON)).toBe("ModuleNotFoundError: no pagelab");
     const refused = connection("python", { status: "ok" }, "pagelab: autocount: no counters\n");
     expect(await silentRun(refused.kernel)(ON)).toBe("pagelab: autocount: no counters");

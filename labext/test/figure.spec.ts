@@ -6,7 +6,10 @@ import { describe, expect, it } from "vitest";
 import { PLOTLY, THEMED, ThemedFigure, themed } from "../src/figure";
 
 const DARK = { layout: { paper_bgcolor: "rgb(17,17,17)" } };
-const FIGURE = { data: [{ type: "bar", y: [1] }], layout: { title: "t", template: { layout: {} } } };
+const FIGURE = {
+  data: [{ type: "bar", y: [1] }],
+  layout: { title: "t", template: { layout: {} } },
+};
 
 /** A registry whose plotly renderer records the figure each draw gets. */
 function registry(drawn: unknown[], plotly = true) {

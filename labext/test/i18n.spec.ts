@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { describe as describeAutocount } from "../src/autocount";
 import { Controls } from "../src/controls";
 import { plain } from "../src/i18n";
-import type { KernelsReply } from "../src/kernels";
+import type { IKernelsReply } from "../src/kernels";
 import { KernelList } from "../src/panel";
 import { KernelStatus } from "../src/statusitem";
 import { LiveView } from "../src/view";
@@ -49,7 +49,7 @@ describe("translation", () => {
       { name: "dTLB-load-misses", unit: "", source: "hw", reason: "no PMU", note: "" },
       { name: "rss", unit: "KiB", source: "rusage", reason: "", note: "VmRSS" },
     ];
-    const reply: KernelsReply = {
+    const reply: IKernelsReply = {
       version: "0.0.0",
       now: 1,
       interval_ms: 100,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { latest, toBatch, type KernelCounters, type KernelsReply } from "../src/kernels";
+import { latest, toBatch, type IKernelCounters, type IKernelsReply } from "../src/kernels";
 import { KernelList } from "../src/panel";
-import { KernelStream } from "../src/stream";
+import { KernelStream, streamUrl } from "../src/stream";
 import { KernelStatus } from "../src/statusitem";
 
 const series = [
@@ -10,17 +10,22 @@ const series = [
   { name: "rss", unit: "KiB", source: "rusage", reason: "", note: "/proc/PID/status VmRSS" },
 ];
 
-function kernel(id: string, samples: (number | null)[][]): KernelCounters {
+function kernel(id: string, samples: (number | null)[][]): IKernelCounters {
   return { id, name: "python3", pid: 42, execution_state: "idle", series, samples };
 }
 
-function reply(kernels: KernelCounters[]): KernelsReply {
+function reply(kernels: IKernelCounters[]): IKernelsReply {
   return { version: "0.0.0", now: 9, interval_ms: 100, sampling_error: null, note: "", kernels };
 }
 
 describe("kernel replies", () => {
   it("turn rows into a batch with null as NaN, never 0", () => {
-    const b = toBatch(kernel("a", [[1, 10, null, 2048], [2, 30, null, 4096]]));
+    const b = toBatch(
+      kernel("a", [
+        [1, 10, null, 2048],
+        [2, 30, null, 4096],
+      ]),
+    );
     expect(Array.from(b.times)).toEqual([1, 2]);
     expect(b.counters).toBe(3);
     expect(b.values[0]).toBe(10);
@@ -37,7 +42,10 @@ describe("kernel replies", () => {
 describe("KernelList", () => {
   it("shows one view per kernel with totals, sources and reasons, and drops ended kernels", () => {
     const list = new KernelList();
-    list.update(reply([kernel("a", [[1, 100, null, 2048]]), kernel("b", [[1, 5, null, 1024]])]), null);
+    list.update(
+      reply([kernel("a", [[1, 100, null, 2048]]), kernel("b", [[1, 5, null, 1024]])]),
+      null,
+    );
     list.update(reply([kernel("a", [[2, 65636, null, 264192]]), kernel("b", [])]), null);
     list.draw();
     const a = list.root.querySelector('[data-kernel="a"]')!;
@@ -92,7 +100,14 @@ describe("KernelStatus", () => {
     const s = new KernelStatus();
     expect(s.text()).toBe("");
     s.follow("a");
-    s.update(reply([kernel("a", [[0, 0, null, 2048], [0.5, 1000, null, 1536 * 1024]])]));
+    s.update(
+      reply([
+        kernel("a", [
+          [0, 0, null, 2048],
+          [0.5, 1000, null, 1536 * 1024],
+        ]),
+      ]),
+    );
     expect(s.text()).toBe("faults 2k/s (sw) · RSS 1.5 GiB");
     s.follow("b");
     expect(s.text()).toBe("faults n/a · RSS n/a");
@@ -195,11 +210,11 @@ describe("KernelStream", () => {
   it("fills in the series the server leaves out while they are unchanged", () => {
     const server = fakeServer();
     const stream = new KernelStream(server.connect);
-    const got: KernelsReply[] = [];
+    const got: IKernelsReply[] = [];
     stream.subscribe((r) => got.push(r!));
     server.sockets[0].send(reply([kernel("a", [[1, 5, null, 0]])]));
     const { series: _, ...bare } = kernel("a", [[2, 7, null, 0]]);
-    server.sockets[0].send(reply([bare as KernelCounters]));
+    server.sockets[0].send(reply([bare as IKernelCounters]));
     expect(got[1].kernels[0].series).toEqual(series);
   });
 
@@ -215,5 +230,22 @@ describe("KernelStream", () => {
     stream.setHidden(false);
     expect(server.sockets.length).toBe(2);
     expect(server.sockets[1].query).toBe("interval_ms=200");
+  });
+});
+
+describe("streamUrl", () => {
+  const base = { wsUrl: "wss://hub.example/user/ann/", token: "s3cr&t" };
+
+  it("leaves the token out unless the page config says appendToken", () => {
+    expect(streamUrl({ ...base, appendToken: false }, "interval_ms=100")).toBe(
+      "wss://hub.example/user/ann/pagelab/kernels/stream?interval_ms=100",
+    );
+  });
+
+  it("appends the token, escaped, where appendToken is set", () => {
+    expect(streamUrl({ ...base, appendToken: true }, "interval_ms=100")).toBe(
+      "wss://hub.example/user/ann/pagelab/kernels/stream?interval_ms=100&token=s3cr%26t",
+    );
+    expect(streamUrl({ ...base, token: "", appendToken: true }, "a=1")).not.toContain("token");
   });
 });

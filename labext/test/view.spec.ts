@@ -125,7 +125,12 @@ describe("Throttle", () => {
     let now = 0;
     const queue: (() => void)[] = [];
     let draws = 0;
-    const t = new Throttle(() => draws++, 30, (cb) => queue.push(cb), () => now);
+    const t = new Throttle(
+      () => draws++,
+      30,
+      (cb) => queue.push(cb),
+      () => now,
+    );
     for (let i = 0; i < 100; i++) t.request();
     expect(queue.length).toBe(1);
     queue.shift()!();

@@ -265,10 +265,14 @@ class Total:
     note: str | None = None
 
 
-ONE_PMU_NOTE = (
-    "counts only on the core type whose PMU the kernel bound it to: this kernel cannot open a "
-    "generic event per core PMU (no extended PMU type; docs/counters.md)"
-)
+_NO_EXTENDED = "this kernel cannot open a generic event per core PMU (no extended PMU type)"
+ONE_PMU_NOTE = f"counts only on the core type whose PMU the kernel bound it to: {_NO_EXTENDED}"
+
+
+# The parts of one event are enabled and read one after another, a read(2) apart: a shortfall
+# of running time that small is the reads, not multiplexing.
+SKEW_NS = 10_000
+SKEW_SHARE = 1e-3
 
 
 def combine(status, before, after, facts=None):
@@ -278,9 +282,12 @@ def combine(status, before, after, facts=None):
     and its event is on a counter; every part is enabled the whole span. Without multiplexing
     the parts' running times add up to the span, and the total is the plain sum. When they add
     up to less, the events were multiplexed, and every part is scaled by span / sum of running,
-    so a core type is never extrapolated to the time the thread spent on another.
+    so a core type is never extrapolated to the time the thread spent on another. Where a core
+    type could not open its part, the thread's time there is not counted: nothing is scaled,
+    and the reading's note says which core types it covers.
     """
     opened = [p for p in status.parts if p.opened]
+    missing = [p.pmu for p in status.parts if not p.opened]
     raw, enabled, running = {}, [], 0
     for p in opened:
         i = p.slot
@@ -291,15 +298,24 @@ def combine(status, before, after, facts=None):
     span = min(enabled, default=0)
     if running == 0 and span > 0:
         return Total(None, why=_never_counted(status, facts))
-    scale = span / running if 0 < running < span else 1
+    skew = 0 if len(opened) == 1 else max(SKEW_NS, span * SKEW_SHARE)
+    scale = span / running if not missing and 0 < running < span - skew else 1
     parts = {k: round(v * scale) for k, v in raw.items()} if len(status.parts) > 1 else None
     note = ONE_PMU_NOTE if status.one_pmu else None
+    if missing:
+        covered = ", ".join(p.pmu for p in opened)
+        note = f"counts on {covered} only: {', '.join(missing)} cannot count it (not scaled)"
     return Total(round(sum(raw.values()) * scale), scale != 1, parts, note=note)
 
 
 def _never_counted(status, facts):
     if status.cpu_type:
         return f"counted nothing: the thread never ran on a {status.cpu_type} core"
+    if status.one_pmu:
+        return f"counted nothing: the thread never ran where the kernel bound it; {_NO_EXTENDED}"
+    if any(not p.opened for p in status.parts):
+        on = ", ".join(p.pmu for p in status.parts if p.opened)
+        return f"counted nothing: the thread never ran on {on}, the only core type that counts it"
     facts = facts or Facts.read()
     watchdog = " (the NMI watchdog holds one)" if facts.nmi_watchdog else ""
     return f"never on a counter: other events held every counter{watchdog}"

@@ -53,6 +53,16 @@ _PARANOID_FIX = (
 )
 
 
+# Debian's patch denies every perf_event_open at 3 and Ubuntu's at 4 unless the caller holds
+# CAP_SYS_ADMIN: CAP_PERFMON is not enough there (docs/counters.md, "perf_event_paranoid").
+_DISTRO_LEVEL = 3
+_DISTRO_PARANOID_FIX = (
+    "have an administrator set kernel.perf_event_paranoid to 2 (at this distribution's level "
+    "every perf_event_open is denied unless the caller holds CAP_SYS_ADMIN; CAP_PERFMON is not "
+    "enough), in a container on its host or Kubernetes node"
+)
+
+
 def explain(err, source, facts):
     """Reason for errno ``err`` when opening an event of ``source`` ('hw' or 'sw')."""
     code = E.errorcode.get(err, str(err))
@@ -75,13 +85,23 @@ def explain(err, source, facts):
     if err in (E.EACCES, E.EPERM):
         if facts.seccomp == "filter":
             return Reason(code, "denied by a seccomp filter", _SECCOMP_FIX)
-        if "PERFMON" in facts.capabilities or "SYS_ADMIN" in facts.capabilities:
+        level = "unknown" if facts.paranoid is None else facts.paranoid
+        distro = facts.paranoid is not None and facts.paranoid >= _DISTRO_LEVEL
+        held = "SYS_ADMIN" if "SYS_ADMIN" in facts.capabilities else None
+        if held is None and "PERFMON" in facts.capabilities and not distro:
+            held = "PERFMON"
+        if held:
             return Reason(
                 code,
-                "denied although CAP_PERFMON is held (an LSM policy?)",
+                f"denied although CAP_{held} is held (an LSM policy?)",
                 "check SELinux/AppArmor policy for perf_event",
             )
-        level = "unknown" if facts.paranoid is None else facts.paranoid
+        if distro:
+            return Reason(
+                code,
+                f"denied at perf_event_paranoid={level} without CAP_SYS_ADMIN",
+                _DISTRO_PARANOID_FIX,
+            )
         return Reason(
             code, f"denied at perf_event_paranoid={level} without CAP_PERFMON", _PARANOID_FIX
         )
