@@ -37,7 +37,7 @@ CHECK_TESTS := $(addprefix tests/test_,$(addsuffix .py, \
 	bad_input caches environment events rusage counters hybrid stat profiles \
 	sim_config sim_geometry sim_model sim_reference sim_stream sim_cachelab sim_native reclaim \
 	worker source scratch schema report figure_render experiments_protocol read_next \
-	cell kernelwatch cli layers docs one_source lint))
+	cell kernelwatch cli layers architecture one_source lint))
 
 # `make hw-check` (bench/hw_check.py, docs/hardware.md): a venv of its own with only what the
 # CLI's counters need to build and run (cffi, setuptools: no Jupyter, no Node), made once, and
