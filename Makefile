@@ -89,7 +89,7 @@ sdist: setup
 
 # the docs site: docs/ and the chapters with their stored outputs (never executed)
 docs: setup
-	$(BIN)/sphinx-build -W --keep-going -q -b html docs build/docs
+	$(BIN)/sphinx-build -W --keep-going -q -b html -c docs . build/docs
 
 notebooks: setup
 	$(BIN)/python .ci/normalize_notebooks.py notebooks/*.ipynb

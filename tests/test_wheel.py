@@ -147,7 +147,8 @@ def _installed(fresh, expr):
 
 def _lab_files(names):
     """The wheel's lab extension and server extension config, by their installed paths."""
-    data = {n.split(".data/data/", 1)[1] for n in names if ".data/data/" in n}
+    # (auditwheel's repaired wheel also lists each folder, ending in /)
+    data = {n.split(".data/data/", 1)[1] for n in names if ".data/data/" in n and n[-1] != "/"}
     ext = "share/jupyter/labextensions/pagelab/"
     return {n for n in data if n.startswith(ext)}, {n for n in data if n.startswith("etc/")}
 
@@ -407,6 +408,8 @@ def test_installed_front_ends_are_the_wheels(wheel, fresh):
     static = _installed(fresh, "importlib.import_module('pagelab.jupyter.live').BUNDLE.parent")
     with zipfile.ZipFile(wheel) as z:
         for name in z.namelist():
+            if name.endswith("/"):
+                continue  # a folder
             if name.startswith("pagelab/jupyter/static/"):
                 target = static / name.removeprefix("pagelab/jupyter/static/")
             elif ".data/data/" in name:
