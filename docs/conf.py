@@ -25,7 +25,7 @@ html_title = "pagelab"
 html_theme_options = {
     "repository_url": "https://github.com/pagelab/pagelab",
     "repository_branch": "main",
-    "path_to_docs": ".",
+    "path_to_docs": "",  # the site is built from the repository root
     "use_repository_button": True,
     "launch_buttons": {"binderhub_url": "https://mybinder.org", "notebook_interface": "jupyterlab"},
 }

@@ -29,6 +29,6 @@ def test_docs_site_builds_without_warnings(tmp_path):
         assert (out / "docs" / f"{guide}.html").is_file(), guide
     for chapter in CHAPTERS:
         page = (out / "notebooks" / f"{chapter}.html").read_text()
-        binder = "https://mybinder.org/v2/gh/pagelab/pagelab/main?urlpath=lab/tree/."
+        binder = "https://mybinder.org/v2/gh/pagelab/pagelab/main?urlpath=lab/tree"
         binder += f"/notebooks/{chapter}.ipynb"
         assert binder in page, chapter
