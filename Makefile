@@ -4,6 +4,9 @@
 # Variables: PYTHON (interpreter for the venv, default python3), LAB_ARGS (extra arguments for
 # jupyter lab, e.g. LAB_ARGS="--no-browser --port 8899"), PYTEST_ARGS (e.g. "-k doctor -x"),
 # HW_REPORT (where `make hw-check` writes its report, default hw-report.md).
+# Release and upkeep (RELEASE.md): `make wheel` and `make sdist` build into dist/, `make docs`
+# builds the docs site into build/docs, `make notebooks` strips execution leftovers from the
+# chapters (tests/test_normalized.py checks that it has run).
 
 PYTHON ?= python3
 VENV := .venv
@@ -47,14 +50,14 @@ HWVENV := .hwvenv
 HW_REPORT ?= hw-report.md
 NATIVE := pylib/pagelab/_native.abi3.so
 
-.PHONY: setup lab test check system-deps clean hw-check
+.PHONY: setup lab test check system-deps clean hw-check wheel sdist docs notebooks
 
 setup: system-deps $(STAMP) $(FRONT_END) $(LABEXTENSION) $(DEV_LABEXT) $(DEV_SERVER_CONFIG)
 
 $(STAMP): $(INSTALL_INPUTS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade 'pip>=25.1'  # --group (PEP 735)
-	$(BIN)/python -m pip install --quiet -e '.[lab,bench]' --group test
+	$(BIN)/python -m pip install --quiet -e '.[lab,bench]' --group test --group docs
 	@touch $@
 
 $(NODE_MODULES): labext/package.json labext/package-lock.json
@@ -108,7 +111,23 @@ $(HWVENV)/bin/python:
 $(NATIVE): $(INSTALL_INPUTS) | $(HWVENV)/bin/python
 	$(HWVENV)/bin/python setup.py --quiet build_ext --inplace
 
+# the manylinux wheel for this machine (.ci/wheel says which glibc it allows)
+wheel: setup
+	PYTHON=$(BIN)/python .ci/wheel dist
+
+# the sdist, with the built front ends in it (installs without Node)
+sdist: setup
+	$(BIN)/python -m build --sdist --outdir dist .
+
+# the docs site: docs/ and the chapters with their stored outputs (never executed)
+docs: setup
+	$(BIN)/sphinx-build -W --keep-going -q -b html -c docs . build/docs
+
+notebooks: setup
+	$(BIN)/python .ci/normalize_notebooks.py notebooks/*.ipynb
+
 clean:
-	rm -rf $(VENV) $(HWVENV) $(HW_REPORT) build pylib/*.egg-info pylib/pagelab/_native*.so pylib/pagelab/_version.py \
+	rm -rf $(VENV) $(HWVENV) $(HW_REPORT) build dist pylib/*.egg-info pylib/pagelab/_native*.so \
+		pylib/pagelab/_version.py \
 		pylib/pagelab/jupyter/static \
 		pylib/pagelab/jupyter/labextension labext/lib labext/node_modules

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
 
 ROOT = Path(__file__).resolve().parent
 PACKAGE = ROOT / "pylib" / "pagelab"
@@ -52,13 +53,18 @@ def _npm_build(script, built, what):
         raise SystemExit(f"pagelab build: `npm run {script}` in labext/ left no {built}")
 
 
+def _front_ends():
+    """Both front ends, each built when missing."""
+    _npm_build("build", "jupyter/static/*.js", "the widget front end")
+    _npm_build("build:lab", "jupyter/labextension/package.json", "the JupyterLab extension")
+
+
 class BuildPy(build_py):
     """The usual build_py, plus the front ends (built when missing), the chapters and the
     headers as package data."""
 
     def run(self):
-        _npm_build("build", "jupyter/static/*.js", "the widget front end")
-        _npm_build("build:lab", "jupyter/labextension/package.json", "the JupyterLab extension")
+        _front_ends()
         # listed again now that it is built (install_data reads this after the build)
         self.distribution.data_files = _labextension_files()
         super().run()
@@ -73,6 +79,15 @@ class BuildPy(build_py):
                     dest = target / path.relative_to(source)
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(path, dest)
+
+
+class Sdist(sdist):
+    """The usual sdist, with the built front ends in it (MANIFEST.in grafts them), so an sdist
+    made from a clean tree (`git archive`) installs without Node."""
+
+    def run(self):
+        _front_ends()
+        super().run()
 
 
 # The server extension behind the lab extension's kernel panel, enabled where Jupyter looks.
@@ -107,6 +122,9 @@ def _version():
 setup(
     version=_version(),
     cffi_modules=["pylib/pagelab/_ffi_build.py:ffibuilder"],
-    cmdclass={"build_py": BuildPy},
+    cmdclass={"build_py": BuildPy, "sdist": Sdist},
     data_files=_labextension_files(),
+    # cffi builds _native against the limited API (_native.abi3.so), so one wheel serves every
+    # CPython from 3.10 (requires-python) on: the tag says so (cp310-abi3)
+    options={"bdist_wheel": {"py_limited_api": "cp310"}},
 )

@@ -1,12 +1,15 @@
 """docs/jupyterhub/config.yaml (Zero to JupyterHub values) agrees with docs/deploy.md, with
 pagelab's memory budget and with the doctor's fix texts."""
 
+import asyncio
 import errno
 import re
 
 import jsonschema
 import pytest
 import yaml
+from kubernetes_asyncio.client import ApiClient
+from kubespawner.objects import make_pod
 
 from helpers import ROOT, run
 from pagelab.cli.lab import work_dir
@@ -157,23 +160,32 @@ CHART_DEFAULTS = {"uid": 1000, "fsGid": 100, "allowPrivilegeEscalation": False}
 
 
 def security_contexts(values):
-    """(pod securityContext, user container securityContext) of a user pod, the way the chart's
-    jupyterhub_config.py hands the values to KubeSpawner (singleuser.uid -> uid, fsGid -> fs_gid,
-    allowPrivilegeEscalation, extraPodConfig -> extra_pod_config; hub.config.KubeSpawner.* as
-    given) and kubespawner 7's make_pod builds them: pod_security_context and
-    container_security_context are merged into what fs_gid and uid set (dict.update), then
-    extra_pod_config replaces each pod.spec field it names whole (setattr)."""
+    """(pod securityContext, user container securityContext) of a user pod as kubespawner's own
+    make_pod builds it from the values, handed over the way the chart's jupyterhub_config.py
+    does (singleuser.uid -> uid, fsGid -> fs_gid, allowPrivilegeEscalation,
+    extraPodConfig -> extra_pod_config; hub.config.KubeSpawner.* as given)."""
     user = {**CHART_DEFAULTS, **values.get("singleuser", {})}
     spawner = values.get("hub", {}).get("config", {}).get("KubeSpawner", {})
-    pod = {} if user["fsGid"] is None else {"fsGroup": user["fsGid"]}
-    pod.update(spawner.get("pod_security_context", {}))
-    container = {} if user["uid"] is None else {"runAsUser": user["uid"]}
-    if user["allowPrivilegeEscalation"] is not None:
-        container["allowPrivilegeEscalation"] = user["allowPrivilegeEscalation"]
-    container.update(spawner.get("container_security_context", {}))
-    extra = user.get("extraPodConfig", {})
-    pod = extra.get("securityContext", pod)
-    return pod, container
+    pod = make_pod(
+        name="jupyter-student",
+        cmd=["jupyterhub-singleuser"],
+        port=8888,
+        image="pagelab:test",
+        uid=user["uid"],
+        fs_gid=user["fsGid"],
+        allow_privilege_escalation=user["allowPrivilegeEscalation"],
+        pod_security_context=spawner.get("pod_security_context"),
+        container_security_context=spawner.get("container_security_context"),
+        extra_pod_config=user.get("extraPodConfig"),
+    )
+    spec = asyncio.run(_serialized(pod))["spec"]
+    return spec.get("securityContext", {}), spec["containers"][0].get("securityContext", {})
+
+
+async def _serialized(model):
+    """A kubernetes model as the JSON the API server receives (camelCase keys)."""
+    async with ApiClient() as api:
+        return api.sanitize_for_serialization(model)
 
 
 def test_values_fit_the_charts_schema():
@@ -200,7 +212,7 @@ def test_seccomp_profile_merges_and_keeps_fs_group():
 
 
 def test_profile_in_extra_pod_config_would_lose_fs_group():
-    """The merge rules model kubespawner: the profile in singleuser.extraPodConfig's
+    """As kubespawner builds it: the profile in singleuser.extraPodConfig's
     securityContext (the old values) replaces the pod's securityContext and drops fsGroup."""
     profile = {"seccompProfile": {"type": "Localhost", "localhostProfile": "p.json"}}
     old = {"singleuser": {"extraPodConfig": {"securityContext": profile}}}

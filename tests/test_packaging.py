@@ -1,10 +1,12 @@
 """environment.yml, binder/ and the build configuration agree with pyproject.toml."""
 
 import copy
+import json
 import re
 
 import tomllib
 import yaml
+from packaging.markers import Marker
 
 from helpers import ROOT
 
@@ -18,9 +20,17 @@ def environment(path="environment.yml"):
 
 
 def norm(spec):
-    """'jupyterlab>=4.1,<5' -> ('jupyterlab', '>=4.1,<5'), whitespace and case ignored."""
-    m = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*(.*)", spec)
-    return m.group(1).lower().replace("_", "-"), m.group(2).replace(" ", "")
+    """'jupyterlab>=4.1,<5' -> ('jupyterlab', '>=4.1,<5'), whitespace, case and any environment
+    marker ignored; a package conda names otherwise gets conda's name."""
+    m = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*(.*)", spec.split(";")[0])
+    name = m.group(1).lower().replace("_", "-")
+    return CONDA_NAMES.get(name, name), m.group(2).replace(" ", "")
+
+
+def applies(spec, python):
+    """Whether a requirement's environment marker (if any) holds for that Python version."""
+    marker = spec.partition(";")[2].strip()
+    return not marker or Marker(marker).evaluate({"python_version": python})
 
 
 def specs(env):
@@ -35,13 +45,14 @@ def conda_specs(env):
     return dict(specs(env))
 
 
-def wanted(project, extras, groups):
-    """pyproject.toml's runtime and build requirements, plus the named extras and groups."""
+def wanted(project, extras, groups, python):
+    """pyproject.toml's runtime and build requirements, plus the named extras and groups, as
+    they apply to that Python version."""
     p = project["project"]
     reqs = [*p["dependencies"], *project["build-system"]["requires"]]
     reqs += [d for extra in extras for d in p["optional-dependencies"][extra]]
     reqs += [d for group in groups for d in project["dependency-groups"][group]]
-    return dict(map(norm, reqs))
+    return dict(norm(r) for r in reqs if applies(r, python))
 
 
 def drift(project, env, extras=None, groups=None):
@@ -51,7 +62,8 @@ def drift(project, env, extras=None, groups=None):
     gets every extra and every dependency group (a checkout's conda environment)."""
     extras = project["project"]["optional-dependencies"] if extras is None else extras
     groups = project.get("dependency-groups", {}) if groups is None else groups
-    want, listed = wanted(project, extras, groups), specs(env)
+    listed = specs(env)
+    want = wanted(project, extras, groups, dict(listed)["python"].lstrip("="))
     have, names = dict(listed), [n for n, _ in listed]
     problems = [f"lists {n} twice" for n in sorted(set(names)) if names.count(n) > 1]
     for name, bound in want.items():
@@ -65,6 +77,8 @@ def drift(project, env, extras=None, groups=None):
     return problems + [f"lists {n}, which pyproject.toml does not" for n in extra]
 
 
+# pyproject.toml's names that conda-forge spells otherwise.
+CONDA_NAMES = {"build": "python-build"}
 # What only conda provides: the interpreter, the compiler and Node.js for the build, and the hub's
 # single-user server (pinned to the hub's major version, see test_deploy.py).
 CONDA_ONLY = {"python", "pip", "c-compiler", "sysroot-linux-64", "nodejs", "jupyterhub-singleuser"}
@@ -152,3 +166,22 @@ def test_readme_binder_badge_opens_chapter_00():
     assert m, "README has no Binder badge with a labpath"
     path = m.group(1).replace("%2F", "/")
     assert path.startswith("notebooks/00-") and (ROOT / path).is_file()
+
+
+def test_changelog_and_release_workflow_carry_the_one_version():
+    """CHANGELOG.md's newest release is labext/package.json's version (the one place it is
+    written), and the release workflow refuses a tag that is not that version and publishes by
+    trusted publishing (an OIDC token, no stored secret)."""
+    version = json.loads((ROOT / "labext" / "package.json").read_text())["version"]
+    releases = re.findall(r"^## (\d+\.\d+\.\d+\S*) ", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert releases and releases[0] == version, releases
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text())
+    assert workflow[True]["push"]["tags"] == ["v*"]  # YAML 1.1 reads the key `on` as True
+    steps = " ".join(s.get("run", "") for s in workflow["jobs"]["sdist"]["steps"])
+    assert "require('./labext/package.json').version" in steps and "GITHUB_REF_NAME" in steps
+    publish = workflow["jobs"]["publish"]
+    assert publish["permissions"]["id-token"] == "write"
+    assert set(publish["needs"]) == {"sdist", "wheels", "test"}
+    assert "secrets." not in yaml.safe_dump(workflow)
+    arches = {j["arch"] for j in workflow["jobs"]["wheels"]["strategy"]["matrix"]["include"]}
+    assert arches == {"x86_64", "aarch64"}

@@ -1,11 +1,13 @@
-"""`pip wheel .` builds one wheel that works from a fresh venv: compiled module, front end,
-chapters, C headers, `pagelab doctor`, an experiment, `pagelab lab` on a copied chapter, and the
-metadata the Jupyter ecosystem reads (`jupyter labextension list` naming the Python package).
+"""`.ci/wheel` (`pip wheel .`, then auditwheel) builds one cp310-abi3 manylinux wheel that works
+from a fresh venv: compiled module, front end, chapters, C headers, `pagelab doctor`, an
+experiment, `pagelab lab` on a copied chapter, and the metadata the Jupyter ecosystem reads
+(`jupyter labextension list` naming the Python package); it installs and runs on every CPython
+from 3.10 present here. An sdist made from a clean tree (`git archive HEAD`) installs without
+Node.js.
 
-The wheel is built from a copy of the source tree without anything `make setup` builds (no
-widget bundle, no lab extension), so the build itself must make them; only labext/node_modules
-is borrowed from the checkout (a link) to spare a 400 MB `npm ci`. The sdist made from that tree
-must build a wheel too.
+The wheel is built once per session from a copy of the source tree without anything `make
+setup` builds (no widget bundle, no lab extension), so the build itself must make them; only
+labext/node_modules is borrowed from the checkout (a link) to spare a 400 MB `npm ci`.
 
 To stay fast the fresh venv gets the wheel with --no-deps and borrows the dependencies from this
 test's venv through a .pth file (and JupyterLab's application assets through JUPYTERLAB_DIR);
@@ -14,8 +16,10 @@ itself provides comes from the wheel alone.
 """
 
 import email.parser
+import io
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -58,21 +62,7 @@ def _require(tool):
         pytest.skip(reason)
 
 
-def _pip_wheel(what, cwd, out):
-    """Build a wheel with pip (verbose: the build backend's own output and warnings are kept);
-    (wheel path, build output)."""
-    p = run(
-        [sys.executable, "-m", "pip", "wheel", "-v", what, "--no-deps", "-w", out],
-        cwd=cwd,
-        timeout=900,
-    )
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    (built,) = Path(out).glob("pagelab-*.whl")
-    print(f"wheel {built.name}: {built.stat().st_size / 1024:.0f} KiB")
-    return built, p.stdout + p.stderr
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def source(tmp_path_factory):
     """A copy of the source tree as a fresh clone has it, plus labext's node modules."""
     _require("cc")
@@ -82,14 +72,24 @@ def source(tmp_path_factory):
     return source_tree(tmp_path_factory.mktemp("wheel") / "src")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def built(source):
-    """(wheel, build output) of `pip wheel .` on that tree (building the front ends as it
-    goes)."""
-    return _pip_wheel(".", source, source.parent)
+    """(wheel, build output) of `.ci/wheel` on that tree, built once for the session:
+    `pip wheel .` (building the front ends as it goes), then `auditwheel repair`."""
+    out = source.parent / "dist"
+    p = run(
+        [source / ".ci" / "wheel", out],
+        cwd=source,
+        env={**os.environ, "PYTHON": sys.executable},
+        timeout=900,
+    )
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    (wheel,) = out.glob("pagelab-*.whl")
+    print(f"wheel {wheel.name}: {wheel.stat().st_size / 1024:.0f} KiB")
+    return wheel, p.stdout + p.stderr
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def wheel(built):
     return built[0]
 
@@ -109,7 +109,7 @@ def test_build_without_npm_says_what_to_install(tmp_path):
     assert not (src / "pylib" / "pagelab" / "jupyter" / "static").exists()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def fresh(wheel, tmp_path_factory):
     """A new venv holding the wheel; returns its bin directory."""
     bin_dir = new_venv(tmp_path_factory.mktemp("venv"))
@@ -148,7 +148,8 @@ def _installed(fresh, expr):
 
 def _lab_files(names):
     """The wheel's lab extension and server extension config, by their installed paths."""
-    data = {n.split(".data/data/", 1)[1] for n in names if ".data/data/" in n}
+    # (auditwheel's repaired wheel also lists each folder, ending in /)
+    data = {n.split(".data/data/", 1)[1] for n in names if ".data/data/" in n and n[-1] != "/"}
     ext = "share/jupyter/labextensions/pagelab/"
     return {n for n in data if n.startswith(ext)}, {n for n in data if n.startswith("etc/")}
 
@@ -185,10 +186,14 @@ def test_wheel_holds_the_extension_the_chapters_and_the_headers(wheel):
     assert config == {"etc/jupyter/jupyter_server_config.d/pagelab.json"}
 
 
+def _metadata_file(z, name):
+    name = next(n for n in z.namelist() if n.endswith(f".dist-info/{name}"))
+    return email.parser.Parser().parsestr(z.read(name).decode())
+
+
 def _metadata(wheel):
     with zipfile.ZipFile(wheel) as z:
-        name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
-        return email.parser.Parser().parsestr(z.read(name).decode())
+        return _metadata_file(z, "METADATA")
 
 
 def test_wheel_has_what_the_ecosystem_looks_for(wheel, built):
@@ -222,6 +227,71 @@ def test_wheel_has_what_the_ecosystem_looks_for(wheel, built):
     assert "absent from the `packages` configuration" not in log
 
 
+def test_wheel_is_abi3_manylinux_and_stripped(wheel, built):
+    """The wheel a package index takes: tagged cp310-abi3 (the module is built against the
+    limited API) and manylinux at the oldest glibc its symbols allow (what auditwheel said), with
+    no debug info left in the module."""
+    m = re.fullmatch(
+        rf"pagelab-[^-]+-cp310-abi3-manylinux_(\d+)_(\d+)_{platform.machine()}\.whl", wheel.name
+    )
+    assert m, wheel.name
+    _, log = built
+    # auditwheel show: 'consistent with the following platform tag: "manylinux_2_N_ARCH"', then
+    # 'This constrains the platform tag to "..."' when a symbol needs a newer glibc
+    allowed = re.findall(r'platform\s+tag(?:\s+to|:)\s+"manylinux_(\d+)_(\d+)_', log)
+    assert allowed and allowed[-1] == m.groups(), log[-2000:]
+    print(f"manylinux tag: glibc {m[1]}.{m[2]} (the oldest this build allows)")
+    with zipfile.ZipFile(wheel) as z:
+        (module,) = [n for n in z.namelist() if n.startswith("pagelab/_native")]
+        assert module == "pagelab/_native.abi3.so"
+        so = Path(wheel).parent / "module.so"
+        so.write_bytes(z.read(module))
+        tags = _metadata_file(z, "WHEEL").get_all("Tag")
+    assert tags == [f"cp310-abi3-manylinux_{m[1]}_{m[2]}_{platform.machine()}"], tags
+    sections = run(["readelf", "-S", "-W", so]).stdout
+    assert ".dynsym" in sections and ".debug_info" not in sections, sections
+    print(f"module: {so.stat().st_size / 1024:.0f} KiB, no debug info")
+
+
+# The Pythons the wheel must run on: requires-python's floor to the newest here.
+PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+
+
+def _interpreter(version):
+    """A CPython ``version`` on this machine (pyenv's versions first, then PATH), or None."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = sorted(pyenv.glob(f"{version}.*/bin/python{version}"), reverse=True)
+    found += [Path(w) for w in [shutil.which(f"python{version}")] if w]
+    for python in found:
+        p = run([python, "-c", "import sys, venv; print('%d.%d' % sys.version_info[:2])"])
+        if p.returncode == 0 and p.stdout.strip() == version:
+            return python
+    return None
+
+
+@pytest.mark.parametrize("version", PYTHONS)
+def test_wheel_runs_on_each_python(wheel, version, tmp_path):
+    """The one abi3 wheel installs with its declared dependencies into a clean venv of each
+    CPython from 3.10 present here, and `pagelab doctor` and an experiment run from it."""
+    python = _interpreter(version)
+    if python is None:
+        print(f"SKIP: no Python {version} on this machine (pyenv or PATH)")
+        pytest.skip(f"no Python {version} here")
+    subprocess.run([python, "-m", "venv", tmp_path / "venv"], check=True)
+    bin_dir = tmp_path / "venv" / "bin"
+    p = run([bin_dir / "python", "-m", "pip", "install", "-q", wheel], timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    env = _env(tmp_path)
+    p = run([bin_dir / "pagelab", "doctor", "--json"], env=env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["profile"] in {"full", "software-only", "blocked"}
+    p = run([bin_dir / "pagelab", "run", "maps", "--json"], env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["experiment"] == "maps" and doc["measurements"] and doc["claims"]
+    print(f"ran on {python} (Python {version})")
+
+
 def test_clean_venv_lists_the_extension_with_its_provenance(fresh, tmp_path):
     """In the clean venv `jupyter labextension list` shows pagelab enabled OK, installed by the
     pagelab Python package, and `jupyter server extension list` shows it enabled and valid."""
@@ -235,21 +305,47 @@ def test_clean_venv_lists_the_extension_with_its_provenance(fresh, tmp_path):
     assert re.search(rf"^\s*pagelab {re.escape(version)} OK$", serverext, re.M)
 
 
-def test_sdist_carries_the_sources_and_builds_the_same_wheel(source, wheel, tmp_path):
-    """The sdist of the built tree has labext/ (without node_modules), jupyter-config/ and the
-    built front ends, and `pip wheel` on it gives a wheel with the same lab extension."""
-    build = f"from setuptools import build_meta as b; print(b.build_sdist({str(tmp_path)!r}))"
-    p = run([sys.executable, "-c", build], cwd=source, timeout=300)
+def _without_node(dest):
+    """A directory of links to every program on PATH but Node.js and its package managers."""
+    dest.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        for program in Path(folder).glob("*") if Path(folder).is_dir() else ():
+            if program.name not in NODE and not (dest / program.name).exists():
+                (dest / program.name).symlink_to(program)
+    assert shutil.which("node", path=str(dest)) is None
+    return dest
+
+
+NODE = {"node", "nodejs", "npm", "npx", "corepack"}
+
+
+def test_clean_tree_sdist_installs_without_node(tmp_path):
+    """`git archive HEAD` then `python -m build --sdist` gives an sdist holding both built front
+    ends (and labext/ without node_modules), and `pip install` of it, with no Node.js on PATH,
+    installs a pagelab whose widget bundle and lab extension are there and whose module runs."""
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        reason = "not a git checkout (or no git): there is no HEAD to archive"
+        print(f"SKIP: {reason}")
+        pytest.skip(reason)
+    _require("cc")
+    _require("npm")
+    if not (NODE_MODULES / ".package-lock.json").is_file():
+        pytest.skip("labext/node_modules is not installed here (make setup installs it)")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(tree, filter="tar")
+    (tree / "labext" / "node_modules").symlink_to(NODE_MODULES)  # spares a 400 MB `npm ci`
+    p = run([sys.executable, "-m", "build", "--sdist", "--outdir", tmp_path, tree], timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    sdist = tmp_path / p.stdout.strip().splitlines()[-1]
+    (sdist,) = tmp_path.glob("pagelab-*.tar.gz")
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     for path in (
         "LICENSE",
         "labext/package.json",
         "labext/package-lock.json",
-        "labext/install.json",
-        "labext/schema/plugin.json",
         "labext/src/labplugin.ts",
         "jupyter-config/jupyter_server_config.d/pagelab.json",
         "pylib/pagelab/jupyter/labextension/package.json",
@@ -257,10 +353,33 @@ def test_sdist_carries_the_sources_and_builds_the_same_wheel(source, wheel, tmp_
     ):
         assert path in names, f"{path} is not in the sdist"
     assert not any(n.startswith(("labext/node_modules", "labext/lib/")) for n in names)
-    rebuilt, _ = _pip_wheel(str(sdist), tmp_path, tmp_path / "out")
-    assert _lab_files(zipfile.ZipFile(rebuilt).namelist()) == _lab_files(
-        zipfile.ZipFile(wheel).namelist()
+    bin_dir = new_venv(tmp_path / "venv")
+    borrow_packages(bin_dir)  # setuptools and cffi for the build, the runtime dependencies
+    env = {**os.environ, "PATH": str(_without_node(tmp_path / "bin"))}
+    p = run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            bin_dir / "python",
+            "install",
+            "--no-deps",
+            "--no-build-isolation",
+            sdist,
+        ],
+        env=env,
+        timeout=900,
     )
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    prefix = bin_dir.parent
+    assert (prefix / "share/jupyter/labextensions/pagelab/package.json").is_file()
+    check = (
+        "import pagelab._native as n, pagelab.jupyter.live as live; "
+        "assert live.BUNDLE.is_file(); print(n.ffi.string(n.lib.pl_event_table[0].name).decode())"
+    )
+    p = run([bin_dir / "python", "-c", check], env=env)
+    assert p.returncode == 0 and p.stdout.strip(), p.stderr
 
 
 def test_fresh_venv_has_what_the_wheel_declares(fresh):
@@ -291,6 +410,8 @@ def test_installed_front_ends_are_the_wheels(wheel, fresh):
     static = _installed(fresh, "importlib.import_module('pagelab.jupyter.live').BUNDLE.parent")
     with zipfile.ZipFile(wheel) as z:
         for name in z.namelist():
+            if name.endswith("/"):
+                continue  # a folder
             if name.startswith("pagelab/jupyter/static/"):
                 target = static / name.removeprefix("pagelab/jupyter/static/")
             elif ".data/data/" in name:
@@ -384,4 +505,6 @@ def test_installed_lab_serves_a_copied_chapter(fresh, tmp_path):
     copy = Path(env["PAGELAB_HOME"]) / first
     assert copy.read_bytes() == (ROOT / "notebooks" / first).read_bytes()
     assert f"chapters in {env['PAGELAB_HOME']}: added" in out
+    said = "pagelab: running as root, so JupyterLab gets --allow-root" in out
+    assert said == (os.geteuid() == 0), out  # said aloud exactly when it is added
     assert proc.returncode is not None

@@ -37,8 +37,9 @@ def _sources():
 # come first on an extension's compile line (sysconfig's CFLAGS, "-O3 -fwrapv" on CPython):
 # -O2 overrides -O3, and -fno-wrapv undoes -fwrapv (signed overflow wraps), which changes how
 # the workloads' loops compile. So the extension's C is the same machine code as the bench's
-# standalone build of the same files (fidelity.same_code).
-CFLAGS = ["-std=c11", "-O2", "-fno-wrapv", "-Wall", "-Wextra", "-Wshadow", "-Werror"]
+# standalone build of the same files (fidelity.same_code). -g0 undoes sysconfig's -g: the
+# debug info would be 3/4 of the shipped module (PAGELAB_CFLAGS="-g" brings it back).
+CFLAGS = ["-std=c11", "-O2", "-fno-wrapv", "-g0", "-Wall", "-Wextra", "-Wshadow", "-Werror"]
 # Calls between csrc files (the simulator's slow path from every -DPL_SIM workload) bind inside
 # the module, not through the PLT. The symbols stay exported: the fault profile names the
 # workloads' functions with dladdr (so no hidden visibility), and the compiler keeps treating

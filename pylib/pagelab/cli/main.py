@@ -259,6 +259,12 @@ def _lab(args):
         return 0
     argv = lab_command(args.extra, work_dir())
     print(f"pagelab: {sync_chapters(reset=args.reset)}", file=sys.stderr, flush=True)
+    if "--allow-root" in argv and "--allow-root" not in args.extra:
+        print(
+            "pagelab: running as root, so JupyterLab gets --allow-root",
+            file=sys.stderr,
+            flush=True,
+        )
     os.execv(argv[0], argv)
 
 
