@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import kernels
 from helpers import CFLAGS, NOBODY, ROOT, checkout_state
 
 
@@ -34,6 +35,13 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 CHECKOUT = pytest.StashKey[str | None]()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The kernel matrix as one table, when this run booted its guests."""
+    if kernels.RECORDED:
+        terminalreporter.section("kernel matrix")
+        terminalreporter.write_line(kernels.table())
 
 
 def pytest_configure(config):
