@@ -20,6 +20,10 @@ INSTALL_INPUTS := pyproject.toml setup.py labext/package.json pylib/pagelab/_ffi
 # for the browser tests, node and npm to build the widget's front end from labext/). Installed
 # only when missing and only when running as root.
 SYSTEM_DEPS := valgrind:valgrind perf:linux-perf strace:strace chromium:chromium node:nodejs npm:npm
+# The real-kernel matrix (tests/test_kernels.py): QEMU, the static busybox virtme-ng builds its
+# initramfs from, and Debian's packaged kernels, 6.1 (linux-image-amd64) and 6.12. Installed the
+# same way, checked by package because a kernel brings no command.
+KERNEL_DEPS := qemu-system-x86 busybox-static linux-image-amd64 linux-image-6.12-amd64
 # The LiveCounters front end: TypeScript in labext/src bundled into one ESM file that the Python
 # widget loads, beside its style sheet (package data; users of the wheel need no Node).
 FRONT_END := pylib/pagelab/jupyter/static/livecounters.js
@@ -33,6 +37,8 @@ LABEXTENSION := pylib/pagelab/jupyter/labextension/package.json
 # config copied where the wheel would install it.
 DEV_LABEXT := $(VENV)/share/jupyter/labextensions/pagelab
 DEV_SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.d/pagelab.json
+
+.PHONY: setup lab test test-kernels system-deps clean
 
 # The fast tier: each layer's unit tests (core to cli, the layout, the docs' claims and lint),
 # without the slow marker, the browser, the chapters or the wheel; about 2.5 minutes here.
@@ -82,6 +88,10 @@ system-deps:
 	for pair in $(SYSTEM_DEPS); do \
 		command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; \
 	done; \
+	for pkg in $(KERNEL_DEPS); do \
+		dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q '^install ok installed' || \
+			missing="$$missing $$pkg"; \
+	done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			echo "installing system packages:$$missing"; \
@@ -96,6 +106,10 @@ lab: setup
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The real-kernel matrix alone (also part of `make test`): one guest per configuration, one table.
+test-kernels: setup
+	$(BIN)/python -m pytest tests/test_kernels.py $(PYTEST_ARGS)
 
 check: setup
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS) $(CHECK_TESTS)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import emulated
+import kernels
 from helpers import CFLAGS, MATRIX_TABLE, NOBODY, ROOT, checkout_state
 
 
@@ -38,11 +39,15 @@ CHECKOUT = pytest.StashKey[str | None]()
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """The described-machine matrix's table (tests/test_described_machines.py), when it ran."""
+    """The matrices' tables, when they ran: the described machines
+    (tests/test_described_machines.py) and the real kernels (tests/test_kernels.py)."""
     table = config.stash.get(MATRIX_TABLE, None)
     if table:
         terminalreporter.write_sep("-", "described-machine matrix")
         terminalreporter.write(table)
+    if kernels.RECORDED:
+        terminalreporter.section("kernel matrix")
+        terminalreporter.write_line(kernels.table())
 
 
 def pytest_configure(config):

@@ -117,6 +117,7 @@ def run(ctx):
         _major(by, f, p),
         _disk(by, f),
         _anon(by, f, swap),
+        _swapped(by, f, swap),
         _competitor(by, p, f),
     ]
     return ctx.result(measured, claims, _notes(by, f, p, swap), summary=SUMMARY, figure=figure)
@@ -277,6 +278,48 @@ def _anon(by, f, swap):
     )
 
 
+def _swapped(by, f, swap):
+    text = (
+        "with swap, MADV_PAGEOUT sends anonymous memory to swap: it leaves memory and comes "
+        "back through major faults"
+    )
+    cid = "anon-pageout-swaps"
+    if err := f.anon_pageout_errno:
+        return Claim(
+            cid,
+            text,
+            None,
+            reason=f"MADV_PAGEOUT failed here with "
+            f"{errno.errorcode.get(err, err)} (it needs Linux 5.4)",
+        )
+    if not swap:
+        return Claim(
+            cid,
+            text,
+            None,
+            reason="this machine has no swap (/proc/swaps is empty), so anonymous pages "
+            "cannot leave memory: only the file's pages were evicted"
+            if swap == 0
+            else "/proc/swaps cannot be read, so whether this machine has swap is unknown",
+        )
+    again = by["anon: re-access"]
+    if why := unavailable(again["major-faults"]):
+        return Claim(cid, text, None, reason=why)
+    touched, after = (_res(by, "anon residency", s) for s in ("after touch", "after pageout"))
+    back = _res(by, "anon residency", "after re-access")
+    major, src = _faults(again, "major-faults")
+    minor, _ = _faults(again, "minor-faults")
+    holds = touched > 0 and after <= EVICTED_MAX_LEFT * touched and back == touched and major >= 1
+    return Claim(
+        cid,
+        text,
+        holds,
+        f"{touched - after:,} of {touched:,} anonymous pages left memory after MADV_PAGEOUT, "
+        f"{back:,} resident after re-access (mincore); re-access took {major:,} major + "
+        f"{minor:,} minor faults ({src}); swap {swap / MIB:,.0f} MiB (/proc/swaps)",
+    )
+
+
 def _competitor(by, p, f):
     text = (
         "a competitor that leaves memory to spare takes none of the victim's pages: no major "
@@ -376,8 +419,9 @@ def _notes(by, f, p, swap):
         )
     elif swap:
         notes.append(
-            f"This machine has swap ({swap / MIB:,.0f} MiB): {after:,} of {touched:,} "
-            "anonymous pages stayed resident after MADV_PAGEOUT."
+            f"Anonymous eviction: madvise(MADV_PAGEOUT) to swap ({swap / MIB:,.0f} MiB in "
+            f"/proc/swaps): {touched - after:,} of {touched:,} anonymous pages left memory, and "
+            "each one read back from swap is a major fault."
         )
     alone, contested = by["alone"], by["with competitor"]
     avail = contested["mem_available_mib"].value

@@ -1,0 +1,172 @@
+"""The script a guest of the kernel matrix runs (tests/kernels.py boots it; it is not a test).
+
+`kernel_guest.py setup CONFIG` runs as the guest's root: it prepares the guest as the
+configuration says (zram swap, the memory controller for the children of the root cgroup, the
+scratch disk), then runs `kernel_guest.py run` as root and, through setpriv, as an unprivileged
+user (side by side), then nbval on the configuration's chapters, and writes everything to
+OUT/results.json.
+`kernel_guest.py run` runs the doctor, the experiments and a squeeze in one interpreter (under
+TCG each interpreter's start costs seconds) through the same entry points as the command line,
+and prints one JSON document: per step its exit status, its JSON output, a traceback if it
+raised, and its time.
+"""
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+# Small but real runs (the sizes tests/test_profile_claims.py uses): under TCG every step is
+# several times slower than on the host.
+CLI = (
+    ("doctor", ["doctor", "--json"]),
+    ("vsyscall", ["run", "vsyscall", "--json", "--set", "calls=20000", "--set", "processes=2"]),
+    (
+        "first-touch",
+        ["run", "first-touch", "--json", "--set", "size_mb=16", "--set", "threads=2"]
+        + ["--set", "rounds=3"],
+    ),
+    ("mmap-modes", ["run", "mmap-modes", "--json", "--set", "size_mb=8"]),
+    (
+        "competition",
+        ["run", "competition", "--json", "--set", "size_mb=8", "--set", "competitor_mb=16"]
+        + ["--set", "seconds=1"],
+    ),
+)
+SCRATCH = "/run/pagelab-scratch"  # the scratch disk's mount point (/run is the guest's tmpfs)
+NOBODY = 65534
+
+
+def _step(call):
+    """Run ``call`` with stdout captured: (exit status, parsed JSON or None, traceback, seconds)."""
+    out, start = io.StringIO(), time.monotonic()
+    tb = None
+    try:
+        with contextlib.redirect_stdout(out):
+            rc = call() or 0
+    except BaseException:  # a traceback is what the matrix must report
+        rc, tb = None, traceback.format_exc()
+    try:
+        doc = json.loads(out.getvalue())
+    except ValueError:
+        doc = None
+    return {"rc": rc, "json": doc, "traceback": tb, "seconds": time.monotonic() - start}
+
+
+def run():
+    from pagelab import squeeze
+    from pagelab.cli.main import main
+
+    steps = {name: _step(lambda argv=argv: main(argv)) for name, argv in CLI}
+
+    def squeezed():
+        print(json.dumps(squeeze(file_mb=32, competitor_mb=40, limit_mb=64).to_dict()))
+        return 0
+
+    steps["squeeze"] = _step(squeezed)
+    print(json.dumps(steps))
+
+
+def _sh(*cmd):
+    subprocess.run(cmd, check=True, capture_output=True, timeout=60)
+
+
+def _prepare(cfg):
+    """The guest's own setup; the host is not touched (this is the guest's kernel)."""
+    if cfg["zram_mb"]:
+        _sh("modprobe", "zram")
+        Path("/sys/block/zram0/disksize").write_text(f"{cfg['zram_mb']}M")
+        _sh("mkswap", "/dev/zram0")
+        _sh("swapon", "/dev/zram0")
+    if cfg["delegate_memory"]:
+        Path("/sys/fs/cgroup/cgroup.subtree_control").write_text("+memory")
+    # the scratch disk (an ext4 image the host made), so evicted file pages go to a real disk
+    os.makedirs(SCRATCH, exist_ok=True)
+    _sh("mount", "-t", "ext4", "/dev/vda", SCRATCH)
+    os.chmod(SCRATCH, 0o1777)
+
+
+def _start(user, python, home):
+    """Start `kernel_guest.py run` as ``user`` (root or nobody)."""
+    home.mkdir(exist_ok=True)
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "PAGELAB_SCRATCH": SCRATCH,
+    }
+    cmd = [python, "-I", __file__, "run"]
+    if user != "root":
+        os.chown(home, NOBODY, NOBODY)
+        cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return p, time.monotonic()
+
+
+def _finish(p, start):
+    """The run's JSON with its time, or why it gave none."""
+    out, err = p.communicate(timeout=600)
+    took = time.monotonic() - start
+    try:
+        return {"steps": json.loads(out.strip().splitlines()[-1]), "seconds": took}
+    except (ValueError, IndexError):
+        return {"error": f"exit {p.returncode}: {err.strip()[-2000:]}", "seconds": took}
+
+
+def _nbval(python, chapters, home):
+    """nbval on the chapters, as root: per chapter its exit status, the summary and time."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
+    env["PAGELAB_SCRATCH"] = SCRATCH
+    out = {}
+    for chapter in chapters:
+        nb = next((root / "notebooks").glob(f"{chapter}-*.ipynb"))
+        start = time.monotonic()
+        p = subprocess.run(
+            [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(nb)]
+            + ["--nbval-kernel-startup-timeout=300"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+        tail = p.stdout.strip().splitlines()[-15:]
+        out[nb.stem] = {"rc": p.returncode, "tail": tail, "seconds": time.monotonic() - start}
+    return out
+
+
+def setup(cfg_path):
+    cfg = json.loads(Path(cfg_path).read_text())
+    out = Path(cfg["out"])
+    start = time.monotonic()
+    results = {"config": cfg["name"]}
+    try:
+        _prepare(cfg)
+        results["setup_seconds"] = time.monotonic() - start
+        home = Path("/run/pagelab-home")
+        home.mkdir(exist_ok=True)
+        results["network"] = sorted(os.listdir("/sys/class/net"))
+        # both users at once: the guest has two vCPUs, and each run mostly waits on imports
+        runs = {
+            "root": _start("root", cfg["python"], home / "root"),
+            "nobody": _start("nobody", cfg["nobody_python"], home / "nobody"),
+        }
+        results.update({user: _finish(*run) for user, run in runs.items()})
+        results["nbval"] = _nbval(cfg["python"], cfg["chapters"], home / "root")
+    except Exception:  # reported to the host, which fails the guest
+        results["error"] = traceback.format_exc()
+    results["seconds"] = time.monotonic() - start
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "run":
+        run()
+    else:
+        setup(sys.argv[2])
