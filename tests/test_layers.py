@@ -186,14 +186,10 @@ CSRC = ROOT / "csrc"
 # standalone programs, outside the module.
 C_LAYERS = ("student", "perf", "sim", "proc", "harness", "workloads", "cell", "face")
 # csrc/include/: what the wheel ships (setup.py), by component: the student headers %%c compiles
-# against, the cffi face, and perf's public headers (issue 30 moves pl_events.h and
-# pl_sampling.h, perf's own, into csrc/perf/).
+# against and the cffi face.
 PUBLIC_HEADERS = {
     "pagelab_cell.h": "student",
     "pagelab_cell_every.h": "student",
-    "pl_counters.h": "perf",
-    "pl_events.h": "perf",
-    "pl_sampling.h": "perf",
     "pagelab.h": "face",
     "pagelab_cdef.h": "face",
 }

@@ -7,7 +7,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "pl_counters.h"
+#include "perf/pl_counters.h"
 #include "sim/pl_sim.h"
 
 struct pl_snapshot {

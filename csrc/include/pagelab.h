@@ -8,9 +8,9 @@
 
 #include "cell/pl_cell.h"
 #include "harness/pl_region.h"
-#include "pl_counters.h"
-#include "pl_events.h"
-#include "pl_sampling.h"
+#include "perf/pl_counters.h"
+#include "perf/pl_events.h"
+#include "perf/pl_sampling.h"
 #include "proc/pl_spawn.h"
 #include "proc/pl_worker.h"
 #include "sim/pl_cpuid.h"

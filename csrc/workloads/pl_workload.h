@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "harness/pl_out.h"
-#include "pl_counters.h"
+#include "perf/pl_counters.h"
 
 struct pl_sim;
 
