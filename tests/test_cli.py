@@ -65,3 +65,10 @@ def test_doctor_on_this_machine_matches_its_profile(pagelab_cmd):
     assert not ev["dTLB-load-misses"]["available"]
     assert ev["dTLB-load-misses"]["errno"] in ("ENOENT", "EOPNOTSUPP")
     assert "PMU" in ev["dTLB-load-misses"]["reason"]
+
+
+def test_bench_outside_a_checkout_is_one_clear_error(pagelab_cmd, tmp_path):
+    """`pagelab bench` runs the checkout's `python -m bench`; outside a checkout it says so in
+    one line and exits 2, running nothing."""
+    p = run([*pagelab_cmd, "bench", "--fast"], cwd=tmp_path)
+    assert p.returncode == 2 and "inside one" in p.stderr and len(p.stderr.splitlines()) == 1

@@ -107,6 +107,25 @@ def _run(args):
     _print_json(result.to_dict()) if args.json else print(result)
 
 
+def _bench(args):
+    """The benchmark measures a checkout (its C sources, its tests' programs), so it lives there,
+    outside the package: run it in the checkout this directory belongs to."""
+    import subprocess
+    from pathlib import Path
+
+    here = Path.cwd()
+    root = next(
+        (d for d in (here, *here.parents) if (d / "bench" / "run.py").is_file()),
+        None,
+    )
+    if root is None:
+        raise BadInput(
+            "pagelab bench measures a pagelab checkout: run it inside one "
+            "(it runs `python -m bench` there; docs/bench.md)"
+        )
+    return subprocess.call([sys.executable, "-m", "bench", *args.extra], cwd=root)
+
+
 CPU_TYPE_HELP = (
     "run and count on one core type only, named by its PMU (e.g. cpu_core or cpu_atom on a "
     "hybrid Intel CPU; `pagelab doctor` lists them)"
@@ -374,6 +393,13 @@ def _parser():
     c.add_argument("--timeout", type=float, default=60.0, help="seconds the run may take")
     c.add_argument("--json", action="store_true", help="one JSON document on stdout")
     c.set_defaults(func=_sim_c)
+
+    b = sub.add_parser(
+        "bench",
+        help="the performance figures: runs the checkout's `python -m bench` (docs/bench.md)",
+        usage="pagelab bench [--json] [--fast] [-o PYPERF.json]",
+    )
+    b.set_defaults(func=_bench, takes_extra=True)  # python -m bench parses its own options
 
     rep = sub.add_parser(
         "report",
