@@ -10,6 +10,7 @@ from described import write_tree
 from helpers import CFLAGS, ROOT, fd_count, run_blocked
 from pagelab.core.reading import Reading
 from pagelab.experiments import cache, hw_or_sim
+from pagelab.machine import caches as _caches
 from pagelab.results.result import Measured
 
 SMALL = {"sets": 256}  # 2M accesses per variant: a few ms
@@ -280,3 +281,13 @@ def test_a_line_that_is_not_a_power_of_two_is_refused():
     """line=96 is one clear BadInput before anything runs."""
     with pytest.raises(pagelab.BadInput, match="line must be a power of two"):
         pagelab.run("cache", line=96, progress=None)
+
+
+def test_a_run_reads_the_cache_tree_once(monkeypatch):
+    """`run cache` sizes its working set, builds the simulator's geometry, judges its claims and
+    records its environment from one reading of the machine's cache tree."""
+    calls = []
+    real = _caches._read
+    monkeypatch.setattr(_caches, "_read", lambda root="/": calls.append(root) or real(root))
+    pagelab.run("cache", sim=True, sets=1, progress=None)
+    assert len(calls) == 1

@@ -231,13 +231,14 @@ def run(name, *, sim=None, timeout=None, progress=True, watch=None, cpu_type=Non
     core PMU's name, as ``pagelab doctor`` lists them); experiments whose claims need one kind
     of core pick one themselves and say so in their notes.
     """
-    ctx = _context(name, sim, timeout, progress, params, cpu_type)
-    with _progress.reporting(name, progress) as ctx.progress:
-        if watch is None:
-            return ctx.module.run(ctx)
-        handle = RunHandle(ctx)
-        watch(handle)
-        return handle.result()
+    with _caches.once():
+        ctx = _context(name, sim, timeout, progress, params, cpu_type)
+        with _progress.reporting(name, progress) as ctx.progress:
+            if watch is None:
+                return ctx.module.run(ctx)
+            handle = RunHandle(ctx)
+            watch(handle)
+            return handle.result()
 
 
 def start(name, *, sim=None, timeout=None, progress=None, cpu_type=None, **params):

@@ -11,6 +11,8 @@ instructor can reproduce a student's report from a copy of that student's cache 
 described tree is read strictly: a malformed one is one clear error (BadInput), never a guess.
 """
 
+import contextlib
+import contextvars
 import re
 from dataclasses import dataclass
 
@@ -123,8 +125,30 @@ def _index(d, strict):
     return Cache(**got)
 
 
+# Inside `once()`, the tree read at its start, by sysfs path: a run reads the machine once.
+_HELD = contextvars.ContextVar("pagelab_caches_held", default=None)
+
+
+@contextlib.contextmanager
+def once(root="/"):
+    """Serve every read of this machine's caches inside the block from one reading (a run's
+    sizing, its simulator's geometry, its claims and its environment all see the same tree)."""
+    token = _HELD.set({str(sysfs(root)): _read(root)})
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+
+
 def read(root="/"):
     """The caches of the first CPU that describes any, lowest level first: [Cache]."""
+    held = _HELD.get()
+    if held is not None and str(sysfs(root)) in held:
+        return list(held[str(sysfs(root))])
+    return _read(root)
+
+
+def _read(root):
     tree = sysfs(root)
     strict = described(root) is not None
     for cpu in _cpu_dirs(tree):
