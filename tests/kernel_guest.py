@@ -162,7 +162,12 @@ def setup(cfg_path):
     except Exception:  # reported to the host, which fails the guest
         results["error"] = traceback.format_exc()
     results["seconds"] = time.monotonic() - start
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    with open(out / "results.json", "w") as f:
+        f.write(json.dumps(results, indent=1))
+        f.flush()
+        # 6.12 mounts the shared 9p directory without sync: flush before the guest powers off
+        os.fsync(f.fileno())
+    os.sync()
 
 
 if __name__ == "__main__":
