@@ -239,15 +239,8 @@ def _anon(by, f, swap):
     cid = "anon-pageout-needs-swap"
     touched, after = (_res(by, "anon residency", s) for s in ("after touch", "after pageout"))
     measured = f"{after:,} of {touched:,} anonymous pages stayed resident after MADV_PAGEOUT"
-    err = f.anon_pageout_errno
-    if err:
-        return Claim(
-            cid,
-            text,
-            None,
-            reason=f"MADV_PAGEOUT failed here with "
-            f"{errno.errorcode.get(err, err)} (it needs Linux 5.4)",
-        )
+    if err := f.anon_pageout_errno:
+        return _pageout_failed(cid, text, err)
     if swap is None:
         return Claim(
             cid,
@@ -278,6 +271,11 @@ def _anon(by, f, swap):
     )
 
 
+def _pageout_failed(cid, text, err):
+    why = f"MADV_PAGEOUT failed here with {errno.errorcode.get(err, err)} (it needs Linux 5.4)"
+    return Claim(cid, text, None, reason=why)
+
+
 def _swapped(by, f, swap):
     text = (
         "with swap, MADV_PAGEOUT sends anonymous memory to swap: it leaves memory and comes "
@@ -285,13 +283,7 @@ def _swapped(by, f, swap):
     )
     cid = "anon-pageout-swaps"
     if err := f.anon_pageout_errno:
-        return Claim(
-            cid,
-            text,
-            None,
-            reason=f"MADV_PAGEOUT failed here with "
-            f"{errno.errorcode.get(err, err)} (it needs Linux 5.4)",
-        )
+        return _pageout_failed(cid, text, err)
     if not swap:
         return Claim(
             cid,
