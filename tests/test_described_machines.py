@@ -18,11 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import jsonschema
 import pytest
+from bench.junit import nbval_outcomes
 
 import pagelab
 from described import machines, write_machine
 from helpers import MATRIX_TABLE, ROOT, json_document, run
-from pagelab.cli.junit import nbval_outcomes
 from pagelab.machine.pmus import Pmu
 
 MACHINES = machines()
