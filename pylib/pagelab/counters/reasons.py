@@ -57,9 +57,9 @@ _PARANOID_FIX = (
 # CAP_SYS_ADMIN: CAP_PERFMON is not enough there (docs/counters.md, "perf_event_paranoid").
 _DISTRO_LEVEL = 3
 _DISTRO_PARANOID_FIX = (
-    "have an administrator set kernel.perf_event_paranoid to 2 (at this distribution's level "
-    "every perf_event_open is denied unless the caller holds CAP_SYS_ADMIN; CAP_PERFMON is not "
-    "enough), in a container on its host or Kubernetes node"
+    "have an administrator set kernel.perf_event_paranoid to 2 (in a container: on its host or "
+    "Kubernetes node; a pod cannot set it): at this distribution's level every perf_event_open "
+    "is denied unless the caller holds CAP_SYS_ADMIN, and CAP_PERFMON is not enough"
 )
 
 
