@@ -167,11 +167,21 @@ def _audit(page, theme):
     return page.evaluate(AXE_RUN, list(REGIONS.values())), page.evaluate(FIT)
 
 
+# ipywidgets greys out a widget and marks it with an icon while the kernel's socket is down
+# (class jupyter-widgets-disconnected), as it can be once the page is hidden: that is the
+# manager's state, not pagelab's look, so the screenshots leave it out.
+CONNECTED = """
+() => document.querySelectorAll(".jupyter-widgets-disconnected")
+  .forEach((e) => e.classList.remove("jupyter-widgets-disconnected"))
+"""
+
+
 def _compare(page, theme):
     """Screenshot each region under ``theme`` into build/test-artifacts/ and compare it with its
     reference (or write the reference, when updating); returns {name: the share of pixels that
     differ, or None when written}."""
     set_theme(page, theme)
+    page.evaluate(CONNECTED)
     out = {}
     for region, selector in SHOTS.items():
         name = f"look-{region}-{theme.split()[-1].lower()}"
