@@ -167,12 +167,14 @@ def _audit(page, theme):
     return page.evaluate(AXE_RUN, list(REGIONS.values())), page.evaluate(FIT)
 
 
-# ipywidgets greys out a widget and marks it with an icon while the kernel's socket is down
-# (class jupyter-widgets-disconnected), as it can be once the page is hidden: that is the
-# manager's state, not pagelab's look, so the screenshots leave it out.
+# While the page is hidden the kernel's socket can drop: ipywidgets then greys out a widget and
+# marks it with an icon (class jupyter-widgets-disconnected, put back at each state change), and
+# JupyterLab may put a dialog's backdrop over the page. Both are the page's state, not pagelab's
+# look, so the screenshots leave them out.
 CONNECTED = """
-() => document.querySelectorAll(".jupyter-widgets-disconnected")
-  .forEach((e) => e.classList.remove("jupyter-widgets-disconnected"))
+.jupyter-widgets-disconnected { opacity: 1 !important; filter: none !important; }
+.jupyter-widgets-disconnected::before { display: none !important; }
+.jp-Dialog { display: none !important; }
 """
 
 
@@ -181,7 +183,7 @@ def _compare(page, theme):
     reference (or write the reference, when updating); returns {name: the share of pixels that
     differ, or None when written}."""
     set_theme(page, theme)
-    page.evaluate(CONNECTED)
+    page.add_style_tag(content=CONNECTED)
     out = {}
     for region, selector in SHOTS.items():
         name = f"look-{region}-{theme.split()[-1].lower()}"
