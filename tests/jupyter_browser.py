@@ -124,6 +124,10 @@ def set_theme(page, theme):
     page.wait_for_function(
         "name => document.body.dataset.jpThemeName === name", arg=theme, timeout=60_000
     )
+    # a theme change shows JupyterLab's splash screen, fading out over the page: wait it out
+    page.wait_for_function(
+        "() => !document.querySelector('#jupyterlab-splash, .splash-fade')", timeout=60_000
+    )
 
 
 def live_cell(pid, interval_ms=33, events=("page-faults", "context-switches")):

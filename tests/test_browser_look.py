@@ -170,7 +170,7 @@ def _audit(page, theme):
 # While the page is hidden the kernel's socket can drop: ipywidgets then greys out a widget and
 # marks it with an icon (class jupyter-widgets-disconnected, put back at each state change), and
 # JupyterLab may put a dialog's backdrop over the page. Both are the page's state, not pagelab's
-# look, so the screenshots leave them out.
+# look, so the screenshots leave them out (set_theme waits out the theme's splash screen).
 CONNECTED = """
 .jupyter-widgets-disconnected { opacity: 1 !important; filter: none !important; }
 .jupyter-widgets-disconnected::before { display: none !important; }
@@ -184,6 +184,7 @@ def _compare(page, theme):
     differ, or None when written}."""
     set_theme(page, theme)
     page.add_style_tag(content=CONNECTED)
+    page.mouse.move(0, 0)  # no hover style on what is shot
     out = {}
     for region, selector in SHOTS.items():
         name = f"look-{region}-{theme.split()[-1].lower()}"
