@@ -107,12 +107,29 @@ def _run(args):
     _print_json(result.to_dict()) if args.json else print(result)
 
 
+def _bench_args(extra):
+    """python -m bench's options, checked here so that a bad one is one line and runs nothing."""
+    out, it = [], iter(extra)
+    for a in it:
+        if a in ("--json", "--fast"):
+            out.append(a)
+        elif a in ("-o", "--output"):
+            path = next(it, None)
+            if path is None or path.startswith("-"):
+                raise BadInput(f"pagelab bench {a} needs a file name")
+            out += [a, path]
+        else:
+            raise BadInput(f"pagelab bench takes --json, --fast and -o FILE, not {a!r}")
+    return out
+
+
 def _bench(args):
     """The benchmark measures a checkout (its C sources, its tests' programs), so it lives there,
     outside the package: run it in the checkout this directory belongs to."""
     import subprocess
     from pathlib import Path
 
+    options = _bench_args(args.extra)
     here = Path.cwd()
     root = next(
         (d for d in (here, *here.parents) if (d / "bench" / "run.py").is_file()),
@@ -123,7 +140,7 @@ def _bench(args):
             "pagelab bench measures a pagelab checkout: run it inside one "
             "(it runs `python -m bench` there; docs/bench.md)"
         )
-    return subprocess.call([sys.executable, "-m", "bench", *args.extra], cwd=root)
+    return subprocess.call([sys.executable, "-m", "bench", *options], cwd=root)
 
 
 CPU_TYPE_HELP = (
