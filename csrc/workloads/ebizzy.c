@@ -23,8 +23,8 @@
 
 #include "harness/pl_compat.h"
 #include "harness/pl_steady.h"
-#include "pl_ebizzy.h"
 #include "perf/pl_sampling.h"
+#include "pl_ebizzy.h"
 #include "pl_workloads.h"
 
 #define MAX_THREADS 64
