@@ -95,16 +95,15 @@ def test_no_import_points_up_a_layer():
     assert not up, "imports pointing up a layer:\n" + "\n".join(sorted(up))
 
 
-def test_there_are_no_import_cycles():
-    """No module reaches itself through the modules it imports."""
-    g = graph()
-    state, cycle = {}, []
+def cycles(g):
+    """Every path in graph ``g`` ({node: its targets}) that comes back to a node on it."""
+    state, found = {}, []
 
     def visit(n, path):
         state[n] = "open"
         for t in sorted(g[n]):
             if state.get(t) == "open":
-                cycle.append(path + [t])
+                found.append(path + [t])
             elif t not in state:
                 visit(t, path + [t])
         state[n] = "done"
@@ -112,6 +111,12 @@ def test_there_are_no_import_cycles():
     for n in sorted(g):
         if n not in state:
             visit(n, [n])
+    return found
+
+
+def test_there_are_no_import_cycles():
+    """No module reaches itself through the modules it imports."""
+    cycle = cycles(graph())
     assert not cycle, f"import cycles: {cycle}"
 
 
@@ -247,21 +252,7 @@ def test_no_include_points_up_a_component():
 
 def test_there_are_no_include_cycles():
     """No C file reaches itself through the headers it includes."""
-    g = c_graph()
-    state, cycle = {}, []
-
-    def visit(n, path):
-        state[n] = "open"
-        for t in sorted(g[n]):
-            if state.get(t) == "open":
-                cycle.append(path + [t])
-            elif t not in state:
-                visit(t, path + [t])
-        state[n] = "done"
-
-    for n in sorted(g):
-        if n not in state:
-            visit(n, [n])
+    cycle = cycles(c_graph())
     assert not cycle, f"include cycles: {cycle}"
 
 
