@@ -8,6 +8,7 @@ import itertools
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -156,6 +157,27 @@ def test_clients_with_different_events_share_one_counter_each(sleeper):
         assert all(len(row) == 1 + len(k["series"]) for row in k["samples"])
     _until(lambda: not watch.peek()["clients"] and watch._thread is None)
     assert _perf_fds() == before
+
+
+def test_a_kernel_that_drops_to_another_user_leaves_the_watch(tmp_path):
+    """A kernel started through a wrapper (setpriv) is this user's until the wrapper drops it
+    to nobody: the same listing, given again, then no longer includes it."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("dropping a process to another user needs root and setpriv")
+    go = tmp_path / "go"
+    drop = "setpriv --reuid=65534 --regid=65534 --clear-groups sleep 120"
+    proc = subprocess.Popen(["sh", "-c", f"while [ ! -e {go} ]; do sleep 0.01; done; exec {drop}"])
+    watch = KernelWatch()
+    try:
+        watch.set_kernels({"k": proc.pid})
+        before = dict(watch._kernels)
+        go.touch()
+        _until(lambda: os.stat(f"/proc/{proc.pid}").st_uid == 65534)
+        watch.set_kernels({"k": proc.pid})
+    finally:
+        proc.kill()
+        proc.wait()
+    assert before == {"k": proc.pid} and watch._kernels == {}
 
 
 def test_a_fault_in_the_thread_is_logged_once_reported_and_recovered(sleeper, monkeypatch):

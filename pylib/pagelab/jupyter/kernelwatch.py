@@ -168,7 +168,6 @@ class KernelWatch:
         self._t0 = time.monotonic()
         self._clients = set()
         self._leases = {}  # (interval, event names) -> the GET pollers' Client
-        self._listed = None  # what the server last listed
         self._kernels = {}  # kernel id -> pid: those listed that this user owns
         self._synced = None  # (kernels, event names) the probes were last opened for
         self._watched = {}  # kernel id -> Watched; only the thread changes these
@@ -199,13 +198,14 @@ class KernelWatch:
         return client
 
     def set_kernels(self, kernels):
-        """The server's kernels now (id -> pid); only those of this user are watched."""
-        if kernels == self._listed:
-            return  # the usual case, at every tick: nothing started or stopped
-        self._listed = kernels
+        """The server's kernels now (id -> pid); only those of this user are watched.
+
+        Ownership is checked at every call, not once per listing: a kernel started through
+        a wrapper (setpriv, sudo) belongs to the server's user until the wrapper drops it."""
         mine = {k: pid for k, pid in kernels.items() if pid and owned(pid)}
-        with self._lock:
-            self._kernels = mine
+        if mine != self._kernels:
+            with self._lock:
+                self._kernels = mine
 
     def subscribe(self, client):
         """Serve ``client`` (an open socket) from the next tick on, until ``unsubscribe``."""
