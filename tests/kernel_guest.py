@@ -12,6 +12,7 @@ raised, and its time.
 """
 
 import contextlib
+import faulthandler
 import io
 import json
 import os
@@ -38,8 +39,14 @@ CLI = (
         + ["--set", "seconds=1"],
     ),
 )
+RUN_LIMIT = 420  # s for one user's run; past it the run prints its stack and exits
 SCRATCH = "/run/pagelab-scratch"  # the scratch disk's mount point (/run is the guest's tmpfs)
 NOBODY = 65534
+
+
+def _log(message):
+    """A line on the guest's console, which the host keeps when the guest outlives its limit."""
+    print(f"pagelab-guest {time.monotonic():.0f} s: {message}", file=sys.stderr, flush=True)
 
 
 def _step(call):
@@ -59,16 +66,20 @@ def _step(call):
 
 
 def run():
+    # a run that hangs says where, on stderr (the host reports its tail), and ends
+    faulthandler.dump_traceback_later(RUN_LIMIT, exit=True)
     from pagelab import squeeze
     from pagelab.cli.main import main
-
-    steps = {name: _step(lambda argv=argv: main(argv)) for name, argv in CLI}
 
     def squeezed():
         print(json.dumps(squeeze(file_mb=32, competitor_mb=40, limit_mb=64).to_dict()))
         return 0
 
-    steps["squeeze"] = _step(squeezed)
+    calls = [(name, lambda argv=argv: main(argv)) for name, argv in CLI]
+    steps = {}
+    for name, call in [*calls, ("squeeze", squeezed)]:
+        steps[name] = _step(call)
+        _log(f"uid {os.getuid()}: {name} took {steps[name]['seconds']:.1f} s")
     print(json.dumps(steps))
 
 
@@ -110,7 +121,11 @@ def _start(user, python, home):
 
 def _finish(p, start):
     """The run's JSON with its time, or why it gave none."""
-    out, err = p.communicate(timeout=600)
+    try:
+        out, err = p.communicate(timeout=RUN_LIMIT + 60)
+    except subprocess.TimeoutExpired:  # past even faulthandler's exit: kill it, keep its words
+        p.kill()
+        out, err = p.communicate()
     took = time.monotonic() - start
     try:
         return {"steps": json.loads(out.strip().splitlines()[-1]), "seconds": took}
@@ -142,6 +157,7 @@ def _nbval(python, chapters, home):
 
 
 def setup(cfg_path):
+    faulthandler.enable()  # a fatal signal prints the stack on the console the host keeps
     cfg = json.loads(Path(cfg_path).read_text())
     out = Path(cfg["out"])
     start = time.monotonic()
@@ -149,6 +165,7 @@ def setup(cfg_path):
     try:
         _prepare(cfg)
         results["setup_seconds"] = time.monotonic() - start
+        _log(f"prepared in {results['setup_seconds']:.1f} s")
         home = Path("/run/pagelab-home")
         home.mkdir(exist_ok=True)
         results["network"] = sorted(os.listdir("/sys/class/net"))
@@ -158,6 +175,7 @@ def setup(cfg_path):
             "nobody": _start("nobody", cfg["nobody_python"], home / "nobody"),
         }
         results.update({user: _finish(*run) for user, run in runs.items()})
+        _log("both runs finished")
         results["nbval"] = _nbval(cfg["python"], cfg["chapters"], home / "root")
     except Exception:  # reported to the host, which fails the guest
         results["error"] = traceback.format_exc()
