@@ -6,7 +6,7 @@
 # HW_REPORT (where `make hw-check` writes its report, default hw-report.md).
 # Release and upkeep (RELEASE.md): `make wheel` and `make sdist` build into dist/, `make docs`
 # builds the docs site into build/docs, `make notebooks` strips execution leftovers from the
-# chapters (tests/test_normalized.py checks that it has run).
+# chapters (tests/chapters/test_normalized.py checks that it has run).
 
 PYTHON ?= python3
 VENV := .venv
@@ -20,9 +20,9 @@ INSTALL_INPUTS := pyproject.toml setup.py labext/package.json pylib/pagelab/_ffi
 # for the browser tests, node and npm to build the widget's front end from labext/). Installed
 # only when missing and only when running as root.
 SYSTEM_DEPS := valgrind:valgrind perf:linux-perf strace:strace chromium:chromium node:nodejs npm:npm
-# The real-kernel matrix (tests/test_kernels.py): QEMU, the static busybox virtme-ng builds its
-# initramfs from, and Debian's packaged kernels, 6.1 (linux-image-amd64) and 6.12. Installed the
-# same way, checked by package because a kernel brings no command.
+# The real-kernel matrix (tests/system/test_kernels.py): QEMU, the static busybox virtme-ng
+# builds its initramfs from, and Debian's packaged kernels, 6.1 (linux-image-amd64) and 6.12.
+# Installed the same way, checked by package because a kernel brings no command.
 KERNEL_DEPS := qemu-system-x86 busybox-static linux-image-amd64 linux-image-6.12-amd64
 # The LiveCounters front end: TypeScript in labext/src bundled into one ESM file that the Python
 # widget loads, beside its style sheet (package data; users of the wheel need no Node).
@@ -40,13 +40,11 @@ DEV_SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.d/pagelab.json
 
 .PHONY: setup lab test test-kernels system-deps clean
 
-# The fast tier: each layer's unit tests (core to cli, the layout, the docs' claims and lint),
-# without the slow marker, the browser, the chapters or the wheel; about 2.5 minutes here.
-CHECK_TESTS := $(addprefix tests/test_,$(addsuffix .py, \
-	bad_input caches environment events rusage counters hybrid stat profiles \
-	sim_config sim_geometry sim_model sim_reference sim_stream sim_cachelab sim_native reclaim \
-	worker source scratch schema report figure_render experiments_protocol read_next \
-	cell kernelwatch cli layers architecture one_source lint))
+# The fast tier: each sub-package's unit tests (tests/<sub-package>/) and the project's own
+# checks (tests/project/: the layout, the docs' claims, lint), without the slow marker: no
+# browser, chapters, wheel or kernels.
+CHECK_TESTS := $(addprefix tests/,cell cli counters experiments jupyter machine native results \
+	sim project)
 
 # `make hw-check` (bench/hw_check.py, docs/hardware.md): a venv of its own with only what the
 # CLI's counters need to build and run (cffi, setuptools: no Jupyter, no Node), made once, and
@@ -109,7 +107,7 @@ test: setup
 
 # The real-kernel matrix alone (also part of `make test`): one guest per configuration, one table.
 test-kernels: setup
-	$(BIN)/python -m pytest tests/test_kernels.py $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/system/test_kernels.py $(PYTEST_ARGS)
 
 check: setup
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS) $(CHECK_TESTS)

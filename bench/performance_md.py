@@ -178,7 +178,7 @@ AGREEMENT = """\
 The L1 misses of a lackey trace replayed through pagelab match cachegrind's D1 misses
 (D1mr + D1mw) on the same program and geometry (`sim.vs_cachegrind.miss_agreement` above; the
 tests check 32 KiB 8-way, 4 KiB 2-way, 8 KiB direct-mapped and 64 KiB 4-way to within 1%, see
-`tests/test_sim_cachegrind.py` and [simulator.md](simulator.md)).
+`tests/sim/test_sim_cachegrind.py` and [simulator.md](simulator.md)).
 """
 
 

@@ -1,6 +1,6 @@
 """The docs site (`make docs`): docs/ and the chapters, rendered from their stored outputs (never
 executed here: the chapters run under nbval in `make test`). Built from the repository root so the
-chapters stay where they are; tests/test_docs.py builds it with warnings as errors."""
+chapters stay where they are; tests/project/test_docs.py builds it with warnings as errors."""
 
 import json
 from pathlib import Path

@@ -22,7 +22,7 @@ import time
 import traceback
 from pathlib import Path
 
-# Small but real runs (the sizes tests/test_profile_claims.py uses): under TCG every step is
+# Small but real runs (the sizes tests/system/test_profile_claims.py uses): under TCG every step is
 # several times slower than on the host.
 CLI = (
     ("doctor", ["doctor", "--json"]),

@@ -2,7 +2,7 @@
 with the boot parameters and guest setup a chapter's story needs, the host's root filesystem
 read-only, loopback networking only, 2 GiB of memory and a hard time limit.
 
-tests/test_kernels.py boots them; tests/kernel_guest.py is what runs inside. `make setup` (as
+tests/system/test_kernels.py boots them; tests/kernel_guest.py is what runs inside. `make setup` (as
 root) installs the pieces: qemu-system-x86, busybox-static (vng's initramfs), Debian's kernels
 (linux-image-amd64 and linux-image-6.12-amd64), and virtme-ng from PyPI (the test group).
 """

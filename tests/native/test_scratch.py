@@ -10,7 +10,7 @@ import pagelab
 from pagelab import BadInput
 from pagelab.native.scratch import ENV, MEMORY_FS, candidates, choose, filesystem_type
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _shm():

@@ -1,6 +1,6 @@
 """The kernel panel's sampler (pagelab.jupyter.kernelwatch) in this process: its schedule on
 synthetic clocks, one shared set of counters for clients asking for different events, and
-recovery from a fault inside its thread. The real server's side is tests/test_serverext.py."""
+recovery from a fault inside its thread. The real server's side is tests/jupyter/test_serverext.py."""
 
 import bisect
 import contextlib
@@ -28,7 +28,7 @@ from pagelab.jupyter.kernelwatch import (
 )
 
 PROC = [name for name, _, _ in PROC_ROWS]
-SCHEMA = Path(__file__).resolve().parents[1] / "labext" / "schema" / "plugin.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "labext" / "schema" / "plugin.json"
 
 
 def _simulate(intervals_ms, seconds, leave=None):

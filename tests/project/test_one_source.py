@@ -14,7 +14,7 @@ from pagelab.machine import environment as _environment
 from pagelab.native import worker as _worker
 from pagelab.native import workloads as _workloads
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_latency_sizes_are_the_c_formula():

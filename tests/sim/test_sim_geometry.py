@@ -4,7 +4,7 @@ levels, 128- and 256-byte lines, fully associative levels of odd widths, huge la
 cachegrind refuses set counts that are not a power of two, so the reference here is a plain
 Python model (per-set lists; line = address // line size, set = line % sets), and, for every
 policy, the same per-set traffic through a small power-of-two level, which
-tests/test_sim_reference.py and tests/test_sim_cachegrind.py check on their own.
+tests/sim/test_sim_reference.py and tests/sim/test_sim_cachegrind.py check on their own.
 """
 
 import errno
