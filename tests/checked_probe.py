@@ -1,5 +1,5 @@
-"""Which checked cells depend on a measurement: the probe tests/chapters/test_notebooks.py loads into the
-kernels nbval starts (through an IPython startup file, never through the chapters).
+"""Which checked cells depend on a measurement: the probe tests/chapters/test_notebooks.py loads
+into the kernels nbval starts (through an IPython startup file, never through the chapters).
 
 After each cell that starts with ``# NBVAL_CHECK_OUTPUT`` has run, the probe runs the cell's code
 again in copies of the kernel's namespace, its output captured so nbval never sees it:

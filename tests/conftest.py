@@ -40,7 +40,8 @@ CHECKOUT = pytest.StashKey[str | None]()
 
 def pytest_terminal_summary(terminalreporter, config):
     """The matrices' tables, when they ran: the described machines
-    (tests/machine/test_described_machines.py) and the real kernels (tests/system/test_kernels.py)."""
+    (tests/machine/test_described_machines.py) and the real kernels
+    (tests/system/test_kernels.py)."""
     table = config.stash.get(MATRIX_TABLE, None)
     if table:
         terminalreporter.write_sep("-", "described-machine matrix")

@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -183,3 +184,10 @@ def csim_reference(records, s, E, b):
                     evictions += 1
             ways.append(block)
     return hits, misses, evictions
+
+
+def free_port():
+    """A TCP port on the loopback that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

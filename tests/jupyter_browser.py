@@ -10,13 +10,16 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
-from helpers import ROOT
-from test_lab import free_port
+import pytest
+
+from helpers import ROOT, free_port
 
 SERVER_CONFIG = ROOT / "jupyter-config" / "jupyter_server_config.d" / "pagelab.json"
 CHROMIUM = "/usr/bin/chromium"
@@ -261,3 +264,62 @@ class Server:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self.log.close()
+
+
+ARTIFACTS = ROOT / "build" / "test-artifacts"
+PATHS = {"lab": "/lab/tree/test.ipynb", "notebook": "/notebooks/test.ipynb"}
+
+
+@contextmanager
+def browser(app, name, cells, lab_settings=None):
+    """(server, page): a fresh `jupyter {app}` serving a notebook of these cells (PATHS[app]),
+    with these lab settings, and a chromium page; a failure saves failed-{name}.png. The test
+    fails if the page logged a console error or an "Unsatisfied version" warning, or asked
+    pagelab's endpoints or files for anything with the server's token in the URL (it logs in
+    once, through the page's own URL, and cookies authenticate the rest)."""
+    why = missing_browser()
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and no browser: {why}")
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    root = Path(tempfile.mkdtemp(prefix=f"pagelab-browser-{name}-"))
+    write_cells(root / "test.ipynb", cells)
+    server = Server(app, root, lab_settings=lab_settings)
+    try:
+        with sync_playwright() as pw:
+            try:
+                context = launch(pw, root / ".chromium")
+            except Exception as e:
+                if os.environ.get("CI") == "true":
+                    raise
+                pytest.skip(f"chromium did not start here: {str(e).splitlines()[0]}")
+            page = context.new_page()
+            log = PageLog(page, server.token)
+            try:
+                yield server, page
+            except Exception:
+                screenshot(page, f"failed-{name}")
+                raise
+            finally:
+                context.close()
+            assert log.problems == [], log.problems
+            assert log.leaks() == [], log.leaks()
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def screenshot(what, name):
+    """A screenshot of a page or a locator under build/test-artifacts/; returns its path."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / f"{name}.png"
+    what.screenshot(path=str(shot))
+    return shot
+
+
+def run_cell(editor, page):
+    """Run the cell being edited, as a student does (Shift+Enter)."""
+    editor.click()
+    page.keyboard.press("Shift+Enter")

@@ -4,8 +4,8 @@
  * newer kernel. Each value is the kernel's own for x86-64 and the asm-generic architectures (a
  * few others, e.g. alpha, parisc and sparc, differ and are not supported). On a kernel without the
  * feature a call fails cleanly (EINVAL, EISDIR) or, for MAP_FIXED_NOREPLACE, is a hint whose
- * address the caller checks. tests/native/test_csrc_flags.py compiles csrc/ with these names removed, so
- * the fallbacks stay used. */
+ * address the caller checks. tests/native/test_csrc_flags.py compiles csrc/ with these names
+ * removed, so the fallbacks stay used. */
 #ifndef PL_COMPAT_H
 #define PL_COMPAT_H
 

@@ -3,21 +3,14 @@ JupyterLab, checked headless over HTTP."""
 
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.request
 
 import pytest
 
-from helpers import ROOT, run, stop_group
+from helpers import ROOT, free_port, run, stop_group
 from pagelab.cli.lab import sync_chapters
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_make_lab_serves_jupyterlab(tmp_path):

@@ -3,33 +3,24 @@ against a real JupyterLab (and Notebook 7) server that each test starts and stop
 watches a process that keeps faulting; the panel watches the notebook's own kernel; with the
 autocount setting on, a cell gets its line of counts without the magic."""
 
-import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from helpers import ROOT
 from jupyter_browser import (
     FAULTER,
+    PATHS,
     TOTAL,
-    PageLog,
-    Server,
-    launch,
+    browser,
     live_cell,
-    missing_browser,
     open_notebook,
-    write_cells,
+    run_cell,
+    screenshot,
 )
-
-ARTIFACTS = ROOT / "build" / "test-artifacts"
-PATHS = {"lab": "/lab/tree/test.ipynb", "notebook": "/notebooks/test.ipynb"}
 
 
 @pytest.fixture
@@ -39,55 +30,6 @@ def faulter():
     yield proc.pid
     proc.kill()
     proc.wait()
-
-
-@contextmanager
-def browser(app, name, cells, lab_settings=None):
-    """(server, page): a fresh `jupyter {app}` serving a notebook of these cells (PATHS[app]),
-    with these lab settings, and a chromium page; a failure saves failed-{name}.png. The test
-    fails if the page logged a console error or an "Unsatisfied version" warning, or asked
-    pagelab's endpoints or files for anything with the server's token in the URL (it logs in
-    once, through the page's own URL, and cookies authenticate the rest)."""
-    why = missing_browser()
-    if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true and no browser: {why}")
-        pytest.skip(why)
-    from playwright.sync_api import sync_playwright
-
-    root = Path(tempfile.mkdtemp(prefix=f"pagelab-browser-{name}-"))
-    write_cells(root / "test.ipynb", cells)
-    server = Server(app, root, lab_settings=lab_settings)
-    try:
-        with sync_playwright() as pw:
-            try:
-                context = launch(pw, root / ".chromium")
-            except Exception as e:
-                if os.environ.get("CI") == "true":
-                    raise
-                pytest.skip(f"chromium did not start here: {str(e).splitlines()[0]}")
-            page = context.new_page()
-            log = PageLog(page, server.token)
-            try:
-                yield server, page
-            except Exception:
-                screenshot(page, f"failed-{name}")
-                raise
-            finally:
-                context.close()
-            assert log.problems == [], log.problems
-            assert log.leaks() == [], log.leaks()
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def screenshot(what, name):
-    """A screenshot of a page or a locator under build/test-artifacts/; returns its path."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shot = ARTIFACTS / f"{name}.png"
-    what.screenshot(path=str(shot))
-    return shot
 
 
 def _digits(selector):
@@ -105,18 +47,13 @@ def _number(page, selector):
     return int(re.sub(r"[^0-9]", "", page.inner_text(selector)))
 
 
-def _run(editor, page):
-    editor.click()
-    page.keyboard.press("Shift+Enter")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("app", ["lab", "notebook"])
 def test_live_counters_draw_growing_page_faults(app, faulter):
     """In JupyterLab 4 and Notebook 7 the widget draws a page-faults total that grows while the
     watched process faults, with its source tag, and a screenshot is saved."""
     with browser(app, f"live-{app}", [live_cell(faulter)]) as (server, page):
-        _run(open_notebook(page, server, PATHS[app]), page)
+        run_cell(open_notebook(page, server, PATHS[app]), page)
         page.wait_for_function(_digits(TOTAL), timeout=120_000)
         first = _number(page, TOTAL)
         page.wait_for_function(_at_least(TOTAL, first + 1), timeout=60_000)
@@ -181,7 +118,7 @@ def test_kernel_panel_and_autocount_setting_see_a_256_mib_cell():
         )
         kernel_id, row = _open_panel(page, server, "lab")
         before = _number(page, f"{row} .pl-total")
-        _run(editor, page)
+        run_cell(editor, page)
         page.wait_for_function(_at_least(f"{row} .pl-total", before + AT_LEAST), timeout=180_000)
         after = _number(page, f"{row} .pl-total")
         line = page.locator(".jp-OutputArea-output", has_text=AUTOCOUNT_LINE)
@@ -264,7 +201,7 @@ def test_kernel_panel_opens_in_notebook_7():
     """In Notebook 7 the kernel panel opens from View > Left Sidebar and shows the notebook's
     kernel with a page-faults total and its source (Notebook 7 has no status bar)."""
     with browser("notebook", "kernel-panel-notebook", ["x = 1"]) as (server, page):
-        _run(open_notebook(page, server, PATHS["notebook"]), page)
+        run_cell(open_notebook(page, server, PATHS["notebook"]), page)
         _, row = _open_panel(page, server, "notebook")
         source = page.inner_text(f"{row} .pl-source")
         print(f"screenshot: {screenshot(page, 'kernel-panel-notebook')}")
@@ -298,7 +235,7 @@ def test_c_cell_shows_the_transpose_misses_line_by_line():
     with browser("lab", "c-cell-lines", cells) as (server, page):
         page.set_viewport_size({"width": 1800, "height": 1400})  # the whole view, side by side
         editor = open_notebook(page, server, PATHS["lab"])
-        _run(editor, page)
+        run_cell(editor, page)
         page.keyboard.press("Shift+Enter")
         view = page.locator(".pagelab-lines")
         view.wait_for(timeout=180_000)

@@ -12,18 +12,18 @@ import shutil
 import time
 
 import pytest
+from test_browser import _digits, _set_visibility, faulter  # noqa: F401 (a fixture)
 
 from helpers import ROOT, run
-from jupyter_browser import live_cell, open_notebook, set_theme
-from test_browser import (  # noqa: F401
+from jupyter_browser import (
     ARTIFACTS,
     PATHS,
-    _digits,
-    _run,
-    _set_visibility,
     browser,
-    faulter,
+    live_cell,
+    open_notebook,
+    run_cell,
     screenshot,
+    set_theme,
 )
 
 SIDEBAR_PX = 250
@@ -233,7 +233,7 @@ def test_panel_and_widget_are_readable_in_light_and_dark(faulter):  # noqa: F811
     assert AXE.exists() and PIXELMATCH.exists(), "labext/node_modules is missing: run `make setup`"
     cells = [live_cell(faulter, events=EVENTS)]
     with browser("lab", "look", cells, SETTINGS) as (server, page):
-        _run(open_notebook(page, server, PATHS["lab"]), page)
+        run_cell(open_notebook(page, server, PATHS["lab"]), page)
         page.wait_for_function(
             _digits(f'{WIDGET} [data-counter="page-faults"] .pl-rate'), timeout=120_000
         )

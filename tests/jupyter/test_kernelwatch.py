@@ -1,6 +1,7 @@
 """The kernel panel's sampler (pagelab.jupyter.kernelwatch) in this process: its schedule on
 synthetic clocks, one shared set of counters for clients asking for different events, and
-recovery from a fault inside its thread. The real server's side is tests/jupyter/test_serverext.py."""
+recovery from a fault inside its thread. The real server's side is
+tests/jupyter/test_serverext.py."""
 
 import bisect
 import contextlib

@@ -1,5 +1,6 @@
-"""docs/architecture.md stays true: its layer diagram is generated from tests/project/test_layers.py's
-order, and every path, module and symbol the architecture and topic pages name exists.
+"""docs/architecture.md stays true: its layer diagram is generated from
+tests/project/test_layers.py's order, and every path, module and symbol the architecture and
+topic pages name exists.
 
 `python tests/project/test_architecture.py` rewrites the diagram after a change to the layers."""
 

@@ -146,7 +146,8 @@ def test_python_version_is_supported():
 
 def test_sdist_manifest_ships_the_sources():
     """The sdist carries csrc/, the chapters, labext/ (without node_modules) and jupyter-config/,
-    or the wheel cannot be rebuilt from it (tests/release/test_wheel.py builds one from an sdist)."""
+    or the wheel cannot be rebuilt from it (tests/release/test_wheel.py builds one from an
+    sdist)."""
     manifest = (ROOT / "MANIFEST.in").read_text().splitlines()
     for line in (
         "graft csrc",

@@ -12,8 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_browser import launch, missing_browser, open_notebook, set_theme, write_cells
-from test_browser import _run, browser, screenshot
+from jupyter_browser import (
+    browser,
+    launch,
+    missing_browser,
+    open_notebook,
+    run_cell,
+    screenshot,
+    set_theme,
+    write_cells,
+)
 
 CELL = """\
 import pagelab
@@ -34,7 +42,7 @@ def test_figure_draws_in_jupyterlab():
     """In JupyterLab 4 a result's figure is drawn by plotly's renderer: an SVG with its bars
     (the HTML beside the plotly JSON would need the CDN, which this machine cannot reach)."""
     with browser("lab", "figure-lab", [CELL]) as (server, page):
-        _run(open_notebook(page, server, "/lab/tree/test.ipynb"), page)
+        run_cell(open_notebook(page, server, "/lab/tree/test.ipynb"), page)
         page.wait_for_function(DRAWN, timeout=120_000)
         bars, height = _drawn(page)
         shot = screenshot(page.locator(PLOT).first, "figure-lab")
@@ -69,7 +77,7 @@ def test_figures_follow_the_theme_unless_the_user_chose_a_template():
     after the user set their own template (ggplot2) keeps it in both themes."""
     with browser("lab", "figure-themes", THEMES) as (server, page):
         editor = open_notebook(page, server, "/lab/tree/test.ipynb")
-        _run(editor, page)
+        run_cell(editor, page)
         page.wait_for_function(DRAWN, timeout=120_000)
         page.locator(".jp-Cell .jp-InputArea-editor").nth(1).click()
         page.keyboard.press("Shift+Enter")

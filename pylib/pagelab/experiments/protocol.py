@@ -1,6 +1,6 @@
 """The experiment interface, written once: what runner.py asks of the module of each workload in
-the C table (pagelab.experiments.<name>, dashes as underscores). tests/experiments/test_experiments_protocol.py
-holds every experiment module to it."""
+the C table (pagelab.experiments.<name>, dashes as underscores).
+tests/experiments/test_experiments_protocol.py holds every experiment module to it."""
 
 from typing import Protocol, runtime_checkable
 
