@@ -22,8 +22,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PL_HOOK __attribute__((visibility("hidden"), no_sanitize_thread, noinline, used))
-#define PL_HELPER __attribute__((no_sanitize_thread)) static
+/* clang instruments atomics even where no_sanitize_thread says not to: the atomic hooks would
+ * call themselves */
+#if defined(__has_attribute) && __has_attribute(disable_sanitizer_instrumentation)
+#define PL_NO_TSAN no_sanitize_thread, disable_sanitizer_instrumentation
+#else
+#define PL_NO_TSAN no_sanitize_thread
+#endif
+#define PL_HOOK __attribute__((visibility("hidden"), PL_NO_TSAN, noinline, used))
+#define PL_HELPER __attribute__((PL_NO_TSAN)) static
 #define PL_HERE __builtin_return_address(0)
 #define PL_TOUCH(p, n, w) pl_record((uint64_t)(uintptr_t)(p), (uint64_t)(n), (w), PL_HERE)
 

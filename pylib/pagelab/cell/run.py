@@ -10,7 +10,7 @@ from ..counters import events as _events
 from ..native import worker as _worker
 from ..sim.config import make_config
 from ..sim.lines import LineCounts, LineView
-from .build import MODES, cached_build, sim_mode
+from .build import MODES, cached_build, describe, sim_mode
 from .result import CellResult
 
 CELL_EVENTS = (
@@ -83,7 +83,7 @@ def simulate_c(
     name="cell",
 ):
     """Only the simulated run of ``run_c``: (the simulated readings, the LineView, the run's
-    record: label, status, stdout, notes). What `pagelab sim c FILE.c` shows."""
+    record: label, status, stdout, notes, builds). What `pagelab sim c FILE.c` shows."""
     mode = _check(source, sim, name)
     if mode is None:
         raise BadInput(f"simulate_c runs the simulated build: sim is True or one of {MODES}")
@@ -94,8 +94,9 @@ def simulate_c(
 
 def _simulate(source, name, builds, spec, timeout, memory):
     """The simulated build run with ``spec`` (a checked SimConfig.to_dict()): (its readings,
-    its LineView, the run's record)."""
+    its LineView, the run's record, with the builds' description)."""
     simulated = _execute(builds["sim"], None, spec, timeout, memory, name)
+    simulated["builds"] = describe(builds)
     return _sim_readings(simulated), _lines(source, name, simulated, builds), simulated
 
 
@@ -178,4 +179,5 @@ def _result(raw, builds):
         status=raw["status"],
         notes=notes,
         exited=raw["exited"],
+        builds=describe(builds),
     )
