@@ -161,19 +161,17 @@ int main(int argc, char **argv)
 """
 
 
-@pytest.fixture(scope="module")
-def matmul(tmp_path_factory):
+@pytest.fixture(scope="module", params=["clang", "gcc"])
+def matmul(request, tmp_path_factory):
     """cachegrind's per-line counts of the very build that %%c measured, pagelab's LineView of
-    the simulated build, and the builds' description; both built by clang."""
-    if not shutil.which("clang"):
-        pytest.skip(
-            "clang is needed: gcc's simulated build cannot vectorise, so its measured one "
-            "does not either (`make setup` installs clang when run as root)"
-        )
-    tmp = tmp_path_factory.mktemp("matmul")
+    the simulated build, and the builds' description; both built by clang, then by gcc."""
+    cc = request.param
+    if not shutil.which(cc):
+        pytest.skip(f"{cc} is not installed (`make setup` installs clang when run as root)")
+    tmp = tmp_path_factory.mktemp(f"matmul-{cc}")
     # the worker compiles in this directory, so the debug information names the file here
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CC", "clang")
+        mp.setenv("CC", cc)
         mp.chdir(tmp)
         (tmp / "matmul.c").write_text(MATMUL)
         _, lines, run = _cell.simulate_c(MATMUL, config=CONFIG, name="matmul.c", force=True)
@@ -188,7 +186,7 @@ def matmul(tmp_path_factory):
         check=True,
         capture_output=True,
     )
-    return cg_annotate_lines(out, tmp / "matmul.c"), lines, run["builds"]
+    return cg_annotate_lines(out, tmp / "matmul.c"), lines, run["builds"], cc
 
 
 def _loop(view, order):
@@ -207,7 +205,7 @@ def test_matmul_accesses_and_misses_per_line_agree_with_cg_annotate(matmul):
     cachegrind's on the measured build within 1%, give or take what either tool could place on
     no line (clang leaves a few instructions of some loops without one, in either build) and
     the registers main() saves, and the file's totals agree within 1%."""
-    cg, view, _ = matmul
+    cg, view, _, _ = matmul
     cg_unplaced, unplaced = cg.pop(0, (0, 0, 0, 0)), _drw(view.outside)
     table = ["line  pagelab (Dr, D1mr, Dw, D1mw)  cg_annotate (Dr, D1mr, Dw, D1mw)"]
     for no in sorted(set(cg) | set(view.lines)):
@@ -227,14 +225,21 @@ def test_matmul_accesses_and_misses_per_line_agree_with_cg_annotate(matmul):
 
 
 def test_matmul_is_simulated_with_the_measured_builds_vector_accesses(matmul):
-    """ikj's inner loop is simulated as 16-byte accesses (a load of b, a load and a store of c
-    per two elements: N**3 reads), ijk's as 8-byte ones (2 N**3 reads), as the measured build
-    makes them; the header names clang and both builds' flags."""
-    _, view, builds = matmul
+    """With clang, ikj's inner loop is simulated as 16-byte accesses (a load of b, a load and a
+    store of c per two elements: N**3 reads), ijk's as 8-byte ones (2 N**3 reads), as the
+    measured build makes them; with gcc, both are 8-byte ones in both builds, and the header
+    says why."""
+    _, view, builds, cc = matmul
     n = 200
-    assert view.lines[_loop(view, "ijk")].reads == 2 * n**3
-    assert view.lines[_loop(view, "ikj")].reads == n**3
-    assert view.lines[_loop(view, "ikj")].writes == n**3 // 2
-    assert builds[0].startswith("compiler: clang (")
-    assert builds[1] == "measured build: " + " ".join(_build.COMPILE)
-    assert "-fsanitize=thread" in builds[2] and len(builds) == 3  # no reason to give
+    ijk, ikj = view.lines[_loop(view, "ijk")], view.lines[_loop(view, "ikj")]
+    assert ijk.reads == 2 * n**3
+    assert builds[0].startswith(f"compiler: {cc} (")
+    assert "-fsanitize=thread" in builds[2]
+    if cc == "clang":
+        assert (ikj.reads, ikj.writes) == (n**3, n**3 // 2)
+        assert builds[1] == "measured build: " + " ".join(_build.COMPILE + _build.CLANG_BOTH)
+        assert len(builds) == 3  # no reason to give
+    else:
+        assert (ikj.reads, ikj.writes) == (2 * n**3 + n**2, n**3)  # a[i][k] once per row
+        assert builds[1] == "measured build: " + " ".join(_build.COMPILE + _build.GCC_MEASURED)
+        assert builds[3] == "why: " + _build.GCC_WHY
