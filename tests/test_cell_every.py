@@ -295,7 +295,7 @@ def test_the_line_view_marks_the_hottest_lines():
 
 
 def test_sim_c_prints_the_lines_and_its_json_follows_the_schema(pagelab_cmd, tmp_path):
-    """`pagelab sim c FILE.c` prints the counts and the annotated source; --json is one
+    """`pagelab sim c FILE.c` prints the builds, the counts and the annotated source; --json is one
     document of the schema's sim_c kind; a bad geometry is one line and exit 2."""
     from helpers import json_document
 
@@ -311,6 +311,7 @@ def test_sim_c_prints_the_lines_and_its_json_follows_the_schema(pagelab_cmd, tmp
         check=True,
     ).stdout
     assert re.search(r"^ +6 +2,048 .* s \+= a\[i\];   <- #1$", text, re.M)
+    assert re.search(r"^  compiler: .*\n  measured build: .*-O2.*\n  simulated build: ", text, re.M)
     out = subprocess.run(
         [*pagelab_cmd, "sim", "c", str(prog), "--json"], capture_output=True, text=True, check=True
     ).stdout
