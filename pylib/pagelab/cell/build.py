@@ -87,8 +87,9 @@ def cache_entry(source, mode, name="cell"):
 
 
 def _compiler():
-    """$CC, else clang (see CLANG_EVERY), else cc, else the compiler Python was built with (a
-    conda environment's, which is on PATH there while `cc` may not be)."""
+    """$CC, else clang (it instruments after its vectoriser: see CLANG_EVERY), else cc, else the
+    compiler Python was built with (a conda environment's, which is on PATH there while `cc` may
+    not be)."""
     for candidate in (os.environ.get("CC"), "clang", "cc", sysconfig.get_config_var("CC")):
         if candidate and shutil.which(shlex.split(candidate)[0]):
             return shlex.split(candidate)
@@ -184,16 +185,16 @@ def _unseen(work, include):
 
 def build(source, mode, entry, cc, name="cell"):
     """Compile the measured and the simulated shared objects into the cache directory
-    ``entry`` with the compiler ``cc``; BadInput carries gcc's errors at the cell's line
-    numbers."""
+    ``entry`` with the compiler ``cc``; BadInput carries the compiler's errors at the cell's
+    line numbers."""
     include = include_dir()
     entry = Path(entry)
     entry.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=entry.parent))
     try:
-        # the include comes first, then #line, so gcc numbers its messages as lines of the cell
+        # the include comes first, then #line, so the compiler numbers its messages as the cell's
         (work / SOURCE_FILE).write_text(f'#include "{HEADER}"\n#line 1 "{name}"\n{source}\n')
-        version = _version(cc)
+        version = _version(cc).partition("\n")[0].strip()
         clang = "clang" in version
         flags = _flags(clang, mode, include)
         first, sim = _commands(cc, flags, include, mode, work)
@@ -205,7 +206,7 @@ def build(source, mode, entry, cc, name="cell"):
             "warnings": warnings,
             "unseen": _unseen(work, include) if mode == "every" else [],
             "builds": {
-                "compiler": f"{shlex.join(cc)} ({version.splitlines()[0].strip()})",
+                "compiler": f"{shlex.join(cc)} ({version})",
                 "measured": shlex.join(flags[0]),
                 "simulated": shlex.join(flags[1]),
                 "why": GCC_WHY if mode == "every" and not clang else None,

@@ -42,9 +42,9 @@ def run_c(
     ("every", "marked"). ``config``: the simulator's geometry (None: this machine's; a dict as
     Simulator takes), checked before anything runs: a refused one leaves the measured run and
     says why there is no simulated one. ``force`` rebuilds a cached build. Compiler errors
-    raise BadInput with gcc's messages (cell line numbers); a crash, a timeout or a hog raise
-    the worker's one-line error for the measured run, and become the simulated column's reason
-    for the simulated one.
+    raise BadInput with the compiler's messages (cell line numbers); a crash, a timeout or a
+    hog raise the worker's one-line error for the measured run, and become the simulated
+    column's reason for the simulated one.
     The result's ``lines`` holds the simulated counts line by line."""
     mode = _check(source, sim, name)
     events = [e.name for e in _events.events(events or CELL_EVENTS)]  # bad names fail first
@@ -171,7 +171,7 @@ def _result(raw, builds):
     readings = [Reading.from_dict(n, d) for n, d in raw["metrics"].items()]
     notes = list(raw["notes"])
     if builds["warnings"]:
-        notes.append("gcc warned:\n" + builds["warnings"])
+        notes.append("the compiler warned:\n" + builds["warnings"])
     return CellResult(
         raw["label"],
         readings,
