@@ -17,9 +17,11 @@ INSTALL_INPUTS := pyproject.toml setup.py labext/package.json pylib/pagelab/_ffi
 	$(shell find csrc -name '*.[ch]' -not -path 'csrc/tools/*')
 # command:debian-package pairs the tests and chapters use (valgrind for cachegrind agreement and
 # lackey traces, perf for `perf stat` agreement, strace for chapter 10's startup trace, chromium
-# for the browser tests, node and npm to build the widget's front end from labext/). Installed
-# only when missing and only when running as root.
-SYSTEM_DEPS := valgrind:valgrind perf:linux-perf strace:strace chromium:chromium node:nodejs npm:npm
+# for the browser tests, node and npm to build the widget's front end from labext/, clang for
+# %%c, whose simulated build then makes the measured build's vector accesses). Installed only
+# when missing and only when running as root.
+SYSTEM_DEPS := valgrind:valgrind perf:linux-perf strace:strace chromium:chromium node:nodejs \
+	npm:npm clang:clang
 # The real-kernel matrix (tests/system/test_kernels.py): QEMU, the static busybox virtme-ng
 # builds its initramfs from, and Debian's packaged kernels, 6.1 (linux-image-amd64) and 6.12.
 # Installed the same way, checked by package because a kernel brings no command.

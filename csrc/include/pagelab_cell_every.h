@@ -1,10 +1,11 @@
 /* pagelab_cell_every.h: the hooks of a %%c cell simulated access by access (pagelab_cell.h
  * includes it in that build, never in the measured one).
  *
- * That build is compiled with GCC's ThreadSanitizer instrumentation, -fsanitize=thread, but not
- * linked with its runtime, libtsan: the compiler puts a call before every load and store the
- * optimised code still makes (__tsan_read4(addr), __tsan_write8(addr), ...), and these hooks,
- * in the cell's own object, take the place of libtsan's. Each passes the access on to pagelab
+ * That build is compiled with the compiler's ThreadSanitizer instrumentation (clang's or GCC's),
+ * -fsanitize=thread, but not linked with its runtime, libtsan: the compiler puts a call before
+ * every load and store the optimised code still makes (__tsan_read4(addr), __tsan_write8(addr),
+ * __tsan_read16 for a vector, ...), and these hooks, in the cell's own object, take the place
+ * of libtsan's. Each passes the access on to pagelab
  * (the simulator) with its call site, the return address, which -g maps to a line of the cell:
  * as a record in pl_cell_hooks' buffer, which pagelab simulates when it is full (and at the
  * region's ends), else through pl_cell_hooks.touch. The hooks themselves are not instrumented
@@ -13,8 +14,8 @@
  * What else the compiler reports: atomics (__tsan_atomicN_*) are done here for real and
  * simulated as a load, a store, or both; function entry and exit, and __tsan_init, are not data
  * accesses and do nothing. The C library's memory functions the cell calls are wrapped
- * (-Wl,--wrap, and -fno-builtin so that gcc neither expands them inline nor hides a loop in
- * them): their bytes are simulated as the cell's accesses, in PL_CELL_CHUNK-byte pieces. Memory
+ * (-Wl,--wrap, and -fno-builtin so that the compiler neither expands them inline nor hides a loop
+ * in them): their bytes are simulated as the cell's accesses, in PL_CELL_CHUNK-byte pieces. Memory
  * touched by other library calls is not seen; pagelab names those calls beside the results. */
 #ifndef PAGELAB_CELL_EVERY_H
 #define PAGELAB_CELL_EVERY_H
@@ -22,8 +23,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PL_HOOK __attribute__((visibility("hidden"), no_sanitize_thread, noinline, used))
-#define PL_HELPER __attribute__((no_sanitize_thread)) static
+/* clang instruments atomics even where no_sanitize_thread says not to: the atomic hooks would
+ * call themselves */
+#if defined(__has_attribute) && __has_attribute(disable_sanitizer_instrumentation)
+#define PL_NO_TSAN no_sanitize_thread, disable_sanitizer_instrumentation
+#else
+#define PL_NO_TSAN no_sanitize_thread
+#endif
+#define PL_HOOK __attribute__((visibility("hidden"), PL_NO_TSAN, noinline, used))
+#define PL_HELPER __attribute__((PL_NO_TSAN)) static
 #define PL_HERE __builtin_return_address(0)
 #define PL_TOUCH(p, n, w) pl_record((uint64_t)(uintptr_t)(p), (uint64_t)(n), (w), PL_HERE)
 

@@ -6,7 +6,8 @@ from pagelab.cell.result import CellResult
 
 def test_side_by_side_labels_every_value_and_lists_what_perf_could_not_count():
     """Each row shows the measured value with its source (or its rusage stand-in) beside the
-    simulated one; events perf could not count are listed with their reason."""
+    simulated one, under the lines naming both builds; events perf could not count are listed
+    with their reason."""
     pf = Reading("page-faults", None, "sw", reason="denied by a seccomp filter: EACCES")
     pf.fallback = Reading("minflt+majflt", 12, "rusage")
     measured = [
@@ -20,10 +21,12 @@ def test_side_by_side_labels_every_value_and_lists_what_perf_could_not_count():
         Reading("L1-dcache-loads", 1000, "sim"),
         Reading("L1-dcache-stores", 0, "sim"),  # zero stores: not worth a row
     ]
-    text = str(CellResult("region", measured, simulated, status=0))
+    builds = ["compiler: cc (x)", "measured build: -O2", "simulated build: -O2 -fsanitize=thread"]
+    text = str(CellResult("region", measured, simulated, status=0, builds=builds))
     lines = text.splitlines()
     assert lines[0] == "PL_REGION_BEGIN..END, compiled -O2; main() returned 0"
-    row = {l.split()[0]: l for l in lines[2:] if l.startswith("  ") and len(l.split()) > 1}
+    assert lines[1:4] == [f"  {b}" for b in builds]  # the header names both builds
+    row = {l.split()[0]: l for l in lines[5:] if l.startswith("  ") and len(l.split()) > 1}
     assert row["page-faults"].split()[1:] == ["12", "(rusage:", "minflt+majflt)"]
     assert row["L1-dcache-load-misses"].split()[1:] == ["n/a", "997", "(sim)"]
     assert row["L1-dcache-loads"].split()[1:] == ["-", "1,000", "(sim)"]

@@ -69,11 +69,12 @@ def constructs():
 
 
 def test_every_access_of_plain_c_reaches_the_simulator(constructs):
-    """A sum over 4096 ints is 4096 simulated 4-byte reads on its line, missing once per
-    64-byte line (256), with no PL_LOAD in sight."""
+    """A sum over 4096 ints reads their 16 KiB on its line, in 4-, 8- or 16-byte reads as the
+    compiler vectorised it, missing once per 64-byte line (256), with no PL_LOAD in sight (the
+    one write is the sum's, where clang places it)."""
     _, lines, run = constructs
     c = lines.lines[LINE["sum"]]
-    assert (c.reads, c.writes) == (4096, 0)
+    assert c.reads in (4096, 2048, 1024) and c.writes <= 1
     assert c.l1_read_misses == 4096 * 4 // 64
     assert run["label"] == "main()"
 
@@ -207,8 +208,10 @@ def test_an_unchanged_cell_is_not_compiled_again_and_force_does():
 
 
 def test_compile_errors_keep_the_cells_line_numbers():
-    """gcc's error names the cell's own line, in the simulated mode too."""
-    with pytest.raises(BadInput, match=r"cell:2:\d+: error: .nope. undeclared"):
+    """The compiler's error names the cell's own line, in the simulated mode too."""
+    with pytest.raises(
+        BadInput, match=r"cell:2:\d+: error: .*(nope. undeclared|undeclared identifier .nope)"
+    ):
         _cell.simulate_c("int main(void) {\n    return nope;\n}\n", config=L1, force=True)
 
 
@@ -243,9 +246,10 @@ int main(void)
 
 
 def test_the_region_limits_the_lines():
-    """With PL_REGION_BEGIN..END the per-line counts cover the region only."""
+    """With PL_REGION_BEGIN..END the per-line counts cover the region only (volatile: one read
+    per element, however the compiler vectorises)."""
     src = (
-        "static int a[1024];\nint main(void)\n{\n    for (int i = 0; i < 1024; i++)\n"
+        "static volatile int a[1024];\nint main(void)\n{\n    for (int i = 0; i < 1024; i++)\n"
         "        a[i] = i;\n    PL_REGION_BEGIN();\n    int s = 0;\n"
         "    for (int i = 0; i < 1024; i++)\n        s += a[i];\n    PL_REGION_END();\n"
         "    PL_KEEP(s);\n    return 0;\n}\n"
@@ -291,14 +295,14 @@ def test_the_line_view_marks_the_hottest_lines():
 
 
 def test_sim_c_prints_the_lines_and_its_json_follows_the_schema(pagelab_cmd, tmp_path):
-    """`pagelab sim c FILE.c` prints the counts and the annotated source; --json is one
+    """`pagelab sim c FILE.c` prints the builds, the counts and the annotated source; --json is one
     document of the schema's sim_c kind; a bad geometry is one line and exit 2."""
     from helpers import json_document
 
     prog = tmp_path / "sum.c"
     prog.write_text(
-        "int a[2048];\nint main(void)\n{\n    long s = 0;\n    for (int i = 0; i < 2048; i++)\n"
-        "        s += a[i];\n    return (int)(s & 1);\n}\n"
+        "volatile int a[2048];\nint main(void)\n{\n    long s = 0;\n"
+        "    for (int i = 0; i < 2048; i++)\n        s += a[i];\n    return (int)(s & 1);\n}\n"
     )
     text = subprocess.run(
         [*pagelab_cmd, "sim", "c", str(prog), "--l1", "32K:8:64"],
@@ -307,6 +311,7 @@ def test_sim_c_prints_the_lines_and_its_json_follows_the_schema(pagelab_cmd, tmp
         check=True,
     ).stdout
     assert re.search(r"^ +6 +2,048 .* s \+= a\[i\];   <- #1$", text, re.M)
+    assert re.search(r"^  compiler: .*\n  measured build: .*-O2.*\n  simulated build: ", text, re.M)
     out = subprocess.run(
         [*pagelab_cmd, "sim", "c", str(prog), "--json"], capture_output=True, text=True, check=True
     ).stdout
@@ -321,9 +326,10 @@ def test_sim_c_prints_the_lines_and_its_json_follows_the_schema(pagelab_cmd, tmp
 def test_exit_ends_the_cell_as_a_return_does():
     """exit() called from a function in the middle of a loop ends main() as a return would:
     both runs come back with exit()'s status and the counts up to it (not a worker that died
-    without a result), and exit is not among the unseen library calls."""
+    without a result), and exit is not among the unseen library calls (volatile: one read per
+    element, however the compiler vectorises)."""
     src = (
-        "#include <stdlib.h>\nint a[1000];\nstatic void stop(long s)\n{\n"
+        "#include <stdlib.h>\nvolatile int a[1000];\nstatic void stop(long s)\n{\n"
         "    exit((int)(s & 1) + 3);\n}\nint main(void)\n{\n    long s = 0;\n"
         "    for (int i = 0; i < 1000; i++) {\n        s += a[i];\n        if (i == 499)\n"
         "            stop(s);\n    }\n    return 0;\n}\n"

@@ -184,11 +184,12 @@ def test_c_magic_output_option_returns_the_result_shown_once(kernel):
 
 
 @pytest.mark.slow
-def test_c_magic_compile_error_shows_gcc_with_cell_lines(kernel):
-    """A compile error comes back as gcc's message at the cell's own line number."""
+def test_c_magic_compile_error_shows_the_compiler_with_cell_lines(kernel):
+    """A compile error comes back as the compiler's message at the cell's own line number."""
     out = kernel.run("%%c\nint main(void)\n{\n    return undeclared_thing;\n}\n")
     assert out["status"] == "ok" and out["error"] is None
-    assert re.search(r"cell:3:\d+: error: .undeclared_thing. undeclared", out["stderr"])
+    said = r"(.undeclared_thing. undeclared|undeclared identifier .undeclared_thing)"
+    assert re.search(rf"cell:3:\d+: error: .*{said}", out["stderr"])
     assert kernel.alive()
 
 
@@ -200,7 +201,9 @@ def test_c_magic_compile_error_shows_gcc_with_cell_lines(kernel):
         ("--timeout 2", "for (;;)\n        ;", "ran longer than 2 s and was stopped"),
         (
             "--mem 64",
-            "for (;;)\n        memset(malloc(1 << 20), 1, 1 << 20);",
+            # PL_KEEP: clang drops a block that is written and never read, malloc included
+            "for (char *p;;) {\n        p = memset(malloc(1 << 20), 1, 1 << 20);\n"
+            "        PL_KEEP(p);\n    }",
             "memory limit, --mem 64 MiB",
         ),
     ],

@@ -26,12 +26,26 @@ MODES = ("every", "marked")
 # The student's cell is GNU C (PL_KEEP uses __typeof__ and an asm barrier), built like a program
 # would be but as a shared object; --no-undefined makes a missing function a link error here
 # rather than a failed dlopen later; exit() is pagelab_cell.h's, which ends main() as a return
-# does.
-COMPILE = ["-std=gnu11", "-O2", "-Wall", "-fPIC"]
+# does. -g changes no code: the simulated build's call sites map to lines with it, and the
+# measured build's instructions do for cachegrind.
+COMPILE = ["-std=gnu11", "-O2", "-g", "-Wall", "-fPIC"]
 LINK = ["-shared", "-Wl,--no-undefined", "-Wl,--wrap=exit"]
-# The simulated builds carry -g so that call sites map to lines. "every" is instrumented at
-# compile time only (linking with -fsanitize=thread would pull in libtsan).
-SIM_FLAGS = {"marked": ["-g", "-DPL_SIM"], "every": ["-g", "-fsanitize=thread", "-DPL_SIM_EVERY"]}
+# "every" is instrumented at compile time only (linking with -fsanitize=thread would pull in
+# libtsan).
+SIM_FLAGS = {"marked": ["-DPL_SIM"], "every": ["-fsanitize=thread", "-DPL_SIM_EVERY"]}
+# The instrumented build must make the measured build's loads and stores, vector ones included.
+# clang instruments after its vectoriser, so both builds vectorise alike; told to, it also
+# reports the load of a read-modify-write (c[i] += x), which it otherwise leaves out. It reports
+# no access wider than 16 bytes, so neither build vectorises strided (interleaved) accesses, which
+# become one load of several vectors (a[7 * i] reads <28 x i32>). GCC instruments before its
+# vectoriser and stops it, so with gcc the measured build goes without.
+CLANG_BOTH = ["-mllvm", "-enable-interleaved-mem-accesses=0"]
+CLANG_EVERY = ["-mllvm", "-tsan-instrument-read-before-write"]
+GCC_MEASURED = ["-fno-tree-vectorize"]
+GCC_WHY = (
+    "gcc's instrumentation stops its vectoriser, so the measured build is made without it too "
+    "and both make the same accesses (with clang, used where $CC is unset, both vectorise)"
+)
 _MARKED = re.compile(r"\bPL_(LOAD|STORE)\s*\(")
 _COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
@@ -63,21 +77,39 @@ def cache_entry(source, mode, name="cell"):
     mode, the name, the flags, the compiler and its version, pagelab's version and headers."""
     include = include_dir()
     cc = _compiler()
-    version = subprocess.run([*cc, "--version"], capture_output=True, text=True).stdout
+    version = _version(cc)
     headers = [(include / h).read_text() for h in (HEADER, EVERY_HEADER)]
     key = json.dumps(
         [source, mode, name, cc, version, __version__, headers, COMPILE, LINK, SIM_FLAGS]
+        + [CLANG_BOTH, CLANG_EVERY, GCC_MEASURED]
     )
     return Path(cache_dir()) / hashlib.sha256(key.encode()).hexdigest()[:32], cc
 
 
 def _compiler():
-    """$CC, else cc, else the compiler Python was built with (a conda environment's, which is on
-    PATH there while `cc` may not be)."""
-    for candidate in (os.environ.get("CC"), "cc", sysconfig.get_config_var("CC")):
+    """$CC, else clang (it instruments after its vectoriser: see CLANG_EVERY), else cc, else the
+    compiler Python was built with (a conda environment's, which is on PATH there while `cc` may
+    not be)."""
+    for candidate in (os.environ.get("CC"), "clang", "cc", sysconfig.get_config_var("CC")):
         if candidate and shutil.which(shlex.split(candidate)[0]):
             return shlex.split(candidate)
     raise BadInput("no C compiler: %%c needs cc (gcc or clang) where the kernel runs")
+
+
+def _version(cc):
+    """What ``cc --version`` prints."""
+    return subprocess.run([*cc, "--version"], capture_output=True, text=True).stdout
+
+
+def describe(builds):
+    """The lines of a cell's header that name the compiler and the flags of both builds."""
+    b = builds["builds"]
+    lines = [
+        f"compiler: {b['compiler']}",
+        f"measured build: {b['measured']}",
+        f"simulated build: {b['simulated']}",
+    ]
+    return lines + ([f"why: {b['why']}"] if b["why"] else [])
 
 
 # ---- inside the worker -------------------------------------------------------------------
@@ -108,19 +140,30 @@ def _wrapped(include, *headers):
     return list(dict.fromkeys(re.findall(r"__wrap_(\w+)\(", text)))
 
 
-def _commands(cc, include, mode, work):
-    """The compiler commands of both builds, in work/, as (variant, [commands])."""
+def _flags(clang, mode, include):
+    """(the measured build's compiler flags, the simulated build's), for clang or gcc; the
+    instrumented build keeps its calls to the wrapped memory functions (-fno-builtin)."""
+    if mode == "marked":
+        return COMPILE, COMPILE + SIM_FLAGS[mode]
+    nobuiltin = [f"-fno-builtin-{f}" for f in _wrapped(include, EVERY_HEADER)]
+    if not clang:
+        return COMPILE + GCC_MEASURED, COMPILE + SIM_FLAGS[mode] + nobuiltin
+    both = COMPILE + CLANG_BOTH
+    return both, both + SIM_FLAGS[mode] + CLANG_EVERY + nobuiltin
+
+
+def _commands(cc, flags, include, mode, work):
+    """The compiler commands of both builds, with ``flags`` (_flags), in work/, as (variant,
+    [commands])."""
     c, inc = str(work / SOURCE_FILE), ["-I", str(include)]
-    measured = [[*cc, *COMPILE, *LINK, *inc, "-o", str(work / "cell-measured.so"), c, "-lm"]]
+    measured = [[*cc, *flags[0], *LINK, *inc, "-o", str(work / "cell-measured.so"), c, "-lm"]]
     so = str(work / "cell-sim.so")
     if mode == "marked":
-        return measured, [[*cc, *COMPILE, *SIM_FLAGS[mode], *LINK, *inc, "-o", so, c, "-lm"]]
-    wrapped = _wrapped(include, EVERY_HEADER)
+        return measured, [[*cc, *flags[1], *LINK, *inc, "-o", so, c, "-lm"]]
     obj = str(work / "cell-sim.o")
-    nobuiltin = [f"-fno-builtin-{f}" for f in wrapped]
-    wrap = "-Wl," + ",".join(f"--wrap={f}" for f in wrapped)
+    wrap = "-Wl," + ",".join(f"--wrap={f}" for f in _wrapped(include, EVERY_HEADER))
     return measured, [
-        [*cc, *COMPILE, *SIM_FLAGS[mode], *nobuiltin, *inc, "-c", "-o", obj, c],
+        [*cc, *flags[1], *inc, "-c", "-o", obj, c],
         [*cc, *LINK, wrap, "-o", so, obj, "-lm"],
     ]
 
@@ -142,21 +185,33 @@ def _unseen(work, include):
 
 def build(source, mode, entry, cc, name="cell"):
     """Compile the measured and the simulated shared objects into the cache directory
-    ``entry`` with the compiler ``cc``; BadInput carries gcc's errors at the cell's line
-    numbers."""
+    ``entry`` with the compiler ``cc``; BadInput carries the compiler's errors at the cell's
+    line numbers."""
     include = include_dir()
     entry = Path(entry)
     entry.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=entry.parent))
     try:
-        # the include comes first, then #line, so gcc numbers its messages as lines of the cell
+        # the include comes first, then #line, so the compiler numbers its messages as the cell's
         (work / SOURCE_FILE).write_text(f'#include "{HEADER}"\n#line 1 "{name}"\n{source}\n')
-        first, sim = _commands(cc, include, mode, work)
+        version = _version(cc).partition("\n")[0].strip()
+        clang = "clang" in version
+        flags = _flags(clang, mode, include)
+        first, sim = _commands(cc, flags, include, mode, work)
         # the measured build is compiled even for `pagelab sim c`: it gives the plain errors
         warnings = _run_cc(first[0])
         for cmd in sim:
             _run_cc(cmd)
-        record = {"warnings": warnings, "unseen": _unseen(work, include) if mode == "every" else []}
+        record = {
+            "warnings": warnings,
+            "unseen": _unseen(work, include) if mode == "every" else [],
+            "builds": {
+                "compiler": f"{shlex.join(cc)} ({version})",
+                "measured": shlex.join(flags[0]),
+                "simulated": shlex.join(flags[1]),
+                "why": GCC_WHY if mode == "every" and not clang else None,
+            },
+        }
         (work / "build.json").write_text(json.dumps(record))
         shutil.rmtree(entry, ignore_errors=True)  # a forced rebuild replaces the old one
         # another process may have built the same cell meanwhile: theirs is as good

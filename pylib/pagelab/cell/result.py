@@ -22,6 +22,7 @@ class CellResult:
     exited: bool = False  # main() ended by calling exit(status)
     mode: str = "every"  # what the simulated build fed the simulator (MODES)
     lines: LineView | None = None  # the simulated counts line by line
+    builds: list = field(default_factory=list)  # the compiler and the flags of both builds
 
     def __getitem__(self, name):
         for r in self.measured + self.simulated:
@@ -37,6 +38,7 @@ class CellResult:
         width = max(len((m or s).name) for m, s in rows)
         what = "PL_REGION_BEGIN..END" if self.label == "region" else "all of main()"
         lines = [f"{what}, compiled -O2; {ending(self.status, self.exited)}"]
+        lines += [f"  {b}" for b in self.builds]
         lines.append(f"  {'':<{width}}  {'measured':<28}  simulated")
         missing = {}
         for m, s in rows:

@@ -10,7 +10,7 @@ from ..counters import events as _events
 from ..native import worker as _worker
 from ..sim.config import make_config
 from ..sim.lines import LineCounts, LineView
-from .build import MODES, cached_build, sim_mode
+from .build import MODES, cached_build, describe, sim_mode
 from .result import CellResult
 
 CELL_EVENTS = (
@@ -42,9 +42,9 @@ def run_c(
     ("every", "marked"). ``config``: the simulator's geometry (None: this machine's; a dict as
     Simulator takes), checked before anything runs: a refused one leaves the measured run and
     says why there is no simulated one. ``force`` rebuilds a cached build. Compiler errors
-    raise BadInput with gcc's messages (cell line numbers); a crash, a timeout or a hog raise
-    the worker's one-line error for the measured run, and become the simulated column's reason
-    for the simulated one.
+    raise BadInput with the compiler's messages (cell line numbers); a crash, a timeout or a
+    hog raise the worker's one-line error for the measured run, and become the simulated
+    column's reason for the simulated one.
     The result's ``lines`` holds the simulated counts line by line."""
     mode = _check(source, sim, name)
     events = [e.name for e in _events.events(events or CELL_EVENTS)]  # bad names fail first
@@ -83,7 +83,7 @@ def simulate_c(
     name="cell",
 ):
     """Only the simulated run of ``run_c``: (the simulated readings, the LineView, the run's
-    record: label, status, stdout, notes). What `pagelab sim c FILE.c` shows."""
+    record: label, status, stdout, notes, builds). What `pagelab sim c FILE.c` shows."""
     mode = _check(source, sim, name)
     if mode is None:
         raise BadInput(f"simulate_c runs the simulated build: sim is True or one of {MODES}")
@@ -94,8 +94,9 @@ def simulate_c(
 
 def _simulate(source, name, builds, spec, timeout, memory):
     """The simulated build run with ``spec`` (a checked SimConfig.to_dict()): (its readings,
-    its LineView, the run's record)."""
+    its LineView, the run's record, with the builds' description)."""
     simulated = _execute(builds["sim"], None, spec, timeout, memory, name)
+    simulated["builds"] = describe(builds)
     return _sim_readings(simulated), _lines(source, name, simulated, builds), simulated
 
 
@@ -170,7 +171,7 @@ def _result(raw, builds):
     readings = [Reading.from_dict(n, d) for n, d in raw["metrics"].items()]
     notes = list(raw["notes"])
     if builds["warnings"]:
-        notes.append("gcc warned:\n" + builds["warnings"])
+        notes.append("the compiler warned:\n" + builds["warnings"])
     return CellResult(
         raw["label"],
         readings,
@@ -178,4 +179,5 @@ def _result(raw, builds):
         status=raw["status"],
         notes=notes,
         exited=raw["exited"],
+        builds=describe(builds),
     )

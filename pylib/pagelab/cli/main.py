@@ -256,6 +256,8 @@ def _sim_c(args):
         print(run["stdout"], end="" if run["stdout"].endswith("\n") else "\n")
     what = "the first PL_REGION_BEGIN..END" if run["label"] == "region" else "all of main()"
     print(f"{args.file}: {what}, compiled -O2; {ending(run['status'], run['exited'])}")
+    for line in run["builds"]:
+        print(f"  {line}")
     width = max(len(r.name) for r in readings)
     for r in readings:
         print(f"  {r.name:<{width}}  {r.value:>14,} (sim)")
