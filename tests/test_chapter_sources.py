@@ -36,7 +36,7 @@ SOURCE_FORMS = {
         r": \w+(?:\(\))?(?:, \w+(?:\(\))?)*"
     ),
     "commit": re.compile(r'commit [0-9a-f]{12,40} \(".+"\), first in v\d+\.\d+(?:-rc\d+)?'),
-    "Documentation": re.compile(r"Documentation/[\w./-]+\.(?:rst|txt)(?:, .+)?"),
+    "Documentation": re.compile(r"Documentation/(?:ABI/[\w./-]+|[\w./-]+\.(?:rst|txt))(?:, .+)?"),
     "man page": re.compile(r"[\w.-]+\([1-8][a-z]*\)(?:, .+)?"),
 }
 # 1,010,665,367 or 6.415 or 20: a thousands comma only between groups of three digits
