@@ -35,7 +35,7 @@ SOURCE_FORMS = {
         r"(?:arch|block|drivers|fs|include|init|ipc|kernel|lib|mm|net|security|virt)/[\w./-]+(?:\.[chS]|Kconfig)"
         r": \w+(?:\(\))?(?:, \w+(?:\(\))?)*"
     ),
-    "commit": re.compile(r'commit [0-9a-f]{12,40} \(".+"\), first in v\d+\.\d+(?:-rc\d+)?'),
+    "commit": re.compile(r'commit [0-9a-f]{12,40} \(".+"\), first in v\d+(?:\.\d+){1,2}(?:-rc\d+)?'),
     "Documentation": re.compile(r"Documentation/(?:ABI/[\w./-]+|[\w./-]+\.(?:rst|txt))(?:, .+)?"),
     "man page": re.compile(r"[\w.-]+\([1-8][a-z]*\)(?:, .+)?"),
 }
