@@ -1,5 +1,6 @@
-"""Every chapter has its sources file, docs/chapters/NN-name.md, and each figure a chapter quotes
-from a write-up is held there to the write-up's words.
+"""Every chapter has its sources file, docs/chapters/NN-name.md; each figure a chapter quotes
+from a write-up is held there to the write-up's words, and each statement it makes about Linux or
+the hardware to a primary source.
 
 A sources file's table "Figures quoted from the write-up" has three columns: what the write-up
 says (copied verbatim, so that a reader can find it in the write-up), what the chapter says (a
@@ -7,6 +8,10 @@ phrase found as it stands in the chapter's markdown or code), and the figures th
 from the write-up. A figure is either a number as the chapter writes it, which must also be a
 number of the excerpt, or ``shown = expression``: the chapter's number, worked out from numbers
 of the excerpt (``1eN`` and ``2**N`` are units) and rounded as the chapter rounds it.
+
+Its table "Linux and hardware facts" marks the statements: what the chapter says (a phrase found
+as it stands in the chapter), its primary sources (``;``-separated, each in one of the forms of
+``SOURCE_FORMS``), and what was checked against them and what changed.
 """
 
 import ast
@@ -21,6 +26,21 @@ from helpers import ROOT
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
 DOCS = ROOT / "docs" / "chapters"
 TABLE = "## Figures quoted from the write-up"
+FACTS = "## Linux and hardware facts"
+# The primary sources a fact may cite, backticks ignored: a kernel file (or Kconfig) and its
+# function (or symbol), a commit with the first release that shipped it, a kernel
+# Documentation/ file (and the entry in it), a man page with its section (and the part of it).
+KERNEL_TOP = "arch|block|drivers|fs|include|init|ipc|kernel|lib|mm|net|security|virt"
+SOURCE_FORMS = {
+    "kernel file": re.compile(
+        rf"(?:{KERNEL_TOP})/[\w./-]+(?:\.[chS]|Kconfig): \w+(?:\(\))?(?:, \w+(?:\(\))?)*"
+    ),
+    "commit": re.compile(
+        r'commit [0-9a-f]{12,40} \(".+"\), first in v\d+(?:\.\d+){1,2}(?:-rc\d+)?'
+    ),
+    "Documentation": re.compile(r"Documentation/(?:ABI/[\w./-]+|[\w./-]+\.(?:rst|txt))(?:, .+)?"),
+    "man page": re.compile(r"[\w.-]+\([1-8][a-z]*\)(?:, .+)?"),
+}
 # 1,010,665,367 or 6.415 or 20: a thousands comma only between groups of three digits
 NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 UNIT = re.compile(r"\b1e-?\d+\b|\b\d+\s*\*\*\s*\d+")
@@ -44,22 +64,38 @@ def chapter_text(nb):
     return flat("\n".join("".join(c["source"]) for c in cells))
 
 
-def rows(doc):
-    """The rows of the quoted-figures table: (write-up, chapter, figures), pipes unescaped."""
+def rows(doc, table=TABLE):
+    """The rows of one of the file's three-column tables, its header left out, pipes unescaped."""
     text = doc.read_text()
-    if TABLE not in text:
+    if table not in text:
         return []
-    body = text.split(TABLE, 1)[1].split("\n## ", 1)[0]
+    body = text.split(table, 1)[1].split("\n## ", 1)[0]
     found = []
     for line in body.splitlines():
         if not line.startswith("|") or set(line) <= set("|-: "):
             continue
         cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
-        if cells[0].lower() == "the write-up says":
+        if cells[0].lower() in ("the write-up says", "the chapter says"):
             continue
         assert len(cells) == 3, f"{doc.name}: a row needs three cells: {line}"
         found.append(tuple(cells))
     return found
+
+
+def check_fact(text, said, sources, checked):
+    """What is wrong with one marked statement: its phrase, its sources, its record."""
+    if flat(said) not in text:
+        return [f"not in the chapter: {said!r}"]
+    problems = []
+    cited = [s.strip().replace("`", "") for s in sources.split(";") if s.strip()]
+    if not cited:
+        problems.append(f"{said!r}: no primary source")
+    for source in cited:
+        if not any(form.fullmatch(source) for form in SOURCE_FORMS.values()):
+            problems.append(f"{said!r}: {source!r} is none of {', '.join(SOURCE_FORMS)}")
+    if not checked.strip():
+        problems.append(f"{said!r}: no record of what was checked")
+    return problems
 
 
 _OPS = {
@@ -132,6 +168,47 @@ def test_quoted_figures_match_the_write_ups(doc):
             if wrong:
                 problems.append(f"{said!r}: {wrong}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("doc", sorted(DOCS.glob("[0-9][0-9]-*.md")), ids=lambda p: p.name)
+def test_linux_facts_cite_primary_sources(doc):
+    """Each marked statement about Linux or the hardware is in the chapter and cites only primary
+    sources of the accepted forms, with a record of what was checked."""
+    assert FACTS in doc.read_text(), f"{doc.name} has no {FACTS!r} table"
+    text = chapter_text(ROOT / "notebooks" / f"{doc.stem}.ipynb")
+    problems = [p for row in rows(doc, FACTS) for p in check_fact(text, *row)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_fact_checks_can_fail(tmp_path):
+    """The checks catch a marked statement with no source, a secondary source, and a commit
+    without the release that shipped it; they accept each primary form."""
+    doc = tmp_path / "99-synthetic.md"
+    doc.write_text(
+        f"# 99\n\n{FACTS}\n\n| the chapter says | source | checked, and what changed |\n"
+        "|---|---|---|\n| fault-around serves read faults | | read it |\n"
+        "| fault-around serves read faults | LWN, 2014 | read it |\n\n## Figures\n"
+    )
+    marked = rows(doc, FACTS)
+    assert len(marked) == 2
+    for row in marked:
+        assert check_fact("Here fault-around serves read faults only.", *row)
+    text = "Fault-around maps the neighbours of a read fault."
+    said = "Fault-around maps the neighbours"
+    good = [
+        "`mm/memory.c`: `do_read_fault()`",
+        'commit 625b7b7f79c6 ("x86/vsyscall: Change the default vsyscall mode"), first in v5.3',
+        "`Documentation/admin-guide/mm/transhuge.rst`, sysfs",
+        "`madvise(2)`, MADV_NOHUGEPAGE",
+    ]
+    for source in good:
+        assert check_fact(text, said, source, "read the function") == []
+    assert check_fact(text, said, "", "read the function")
+    assert check_fact(text, said, "mm/memory.c: do_read_fault(); LWN, 2014", "read it")
+    assert check_fact(text, said, 'commit 625b7b7f79c6 ("x86/vsyscall: ...")', "read it")
+    assert check_fact(text, said, "mm/memory.c", "a file, no function")
+    assert check_fact(text, said, "`madvise(2)`", "")
+    assert check_fact(text, "maps every neighbour", "`madvise(2)`", "read it")
 
 
 def test_the_figure_checks_can_fail():
