@@ -1,21 +1,23 @@
-"""Which checked cells depend on a measurement: the probe tests/chapters/test_notebooks.py loads
+"""Which checked cells depend on the machine: the probe tests/chapters/test_notebooks.py loads
 into the kernels nbval starts (through an IPython startup file, never through the chapters).
 
 After each cell that starts with ``# NBVAL_CHECK_OUTPUT`` has run, the probe runs the cell's code
 again in copies of the kernel's namespace, its output captured so nbval never sees it:
 
 - once unchanged (the control: it must print what the cell printed, or the probe proves nothing);
-- once per perturbation in PERTURBATIONS, with every measured or simulated value pagelab made
-  changed: in each pagelab object the namespace holds (a Result, Reading, Claim, memory-map
-  Region, simulator or reclaim-model result, doctor report...) and in whatever a pagelab
-  function returns while the cell runs, every number is replaced and every flag flipped (a
-  claim's ``holds`` too). Parameters (``Result.params``), names, units, sources and texts stay,
-  and so do definitions (a perf event, a source listing): they are what was asked, not what was
-  measured. Plain Python values stay as they are.
+- once per perturbation in PERTURBATIONS, with every value the machine gave pagelab changed: in
+  each pagelab object the namespace holds (a Result, Reading, Claim, memory-map Region, doctor
+  report...) and in whatever a pagelab function returns while the cell runs, every number is
+  replaced and every flag flipped (a claim's ``holds`` too). Parameters (``Result.params``),
+  names, units, sources and texts stay, and so do definitions (a perf event, a source listing):
+  they are what was asked, not what was measured. A model's answer stays too (see ``is_model``):
+  a deterministic model of a fixed input prints the same on every machine. Plain Python values
+  stay as they are.
 
-A cell that depends on a measurement prints something else (or raises) under at least one
-perturbation; a static or tautological one (a list of names, a claim's text, a constant table)
-prints the same every time. One JSON line per probed cell goes to ``<out>/<kernel pid>.jsonl``.
+A cell that depends on the machine prints something else (or raises) under at least one
+perturbation; a static or tautological one (a list of names, a claim's text, a constant table) or
+a re-check of a model prints the same every time. One JSON line per probed cell goes to
+``<out>/<kernel pid>.jsonl``.
 """
 
 import ast
@@ -24,6 +26,7 @@ import copy
 import json
 import numbers
 import os
+import re
 import sys
 import types
 
@@ -35,6 +38,7 @@ _SCALES = (0.3, 7.0, 0.02, 40.0, 1.7, 0.6, 13.0)
 _SHIFTS = (1, 0, 5, 0, 2, 0, 9)
 _KEPT = {"params"}  # what the user asked for, not what was measured
 DEFINITIONS = ("Event", "Source")  # what a perf event or a listing is, not what was measured
+MODELS = "pagelab.sim"  # the simulator and the reclaim model, and their results
 
 
 def _is_pagelab(value):
@@ -45,8 +49,26 @@ def _is_pagelab(value):
     return not isinstance(value, tuple(getattr(pagelab, name) for name in DEFINITIONS))
 
 
+def is_model(value):
+    """A model's answer, not the machine's: anything the simulator or the reclaim model made, a
+    reading whose value (or labelled fallback) is simulated, and a claim whose evidence cites
+    simulated readings only (a claim keeps no readings, but its evidence names their sources)."""
+    from pagelab.core.reading import SOURCES
+
+    pagelab = sys.modules["pagelab"]
+    if (type(value).__module__ or "").startswith(MODELS):
+        return True
+    if isinstance(value, pagelab.Reading):
+        return value.best_source == "sim"
+    if isinstance(value, pagelab.Claim):  # "(sim)", "(clock; cache sizes from sysfs)"
+        cited = re.findall(rf"\(({'|'.join(SOURCES)})\b", value.evidence or "")
+        return set(cited) == {"sim"}
+    return False
+
+
 class Perturber:
-    """Copies of values with every pagelab-made number and flag changed the ``mode`` way."""
+    """Copies of values with every number and flag the machine gave pagelab changed the ``mode``
+    way."""
 
     def __init__(self, mode):
         self.mode = mode
@@ -100,7 +122,7 @@ class Perturber:
         if isinstance(v, tuple):
             items = [self.value(x, inside) for x in v]
             return type(v)(*items) if hasattr(v, "_fields") else tuple(items)
-        if _is_pagelab(v) and not _is_widget(v):
+        if _is_pagelab(v) and not _is_widget(v) and not is_model(v):
             return self._object(v)
         return v
 
