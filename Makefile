@@ -44,7 +44,7 @@ DEV_SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.d/pagelab.json
 
 # The fast tier: each sub-package's unit tests (tests/<sub-package>/) and the project's own
 # checks (tests/project/: the layout, the docs' claims, lint), without the slow marker: no
-# browser, chapters, wheel or kernels.
+# browser, chapters, wheel or kernels; 860 tests in about 2 minutes here.
 CHECK_TESTS := $(addprefix tests/,cell cli counters experiments jupyter machine native results \
 	sim project)
 

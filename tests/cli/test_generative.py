@@ -266,6 +266,7 @@ def test_run_argument_shapes(tmp, argv):
 # ---- stat -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=250, **GEN)
 @given(spec=event_specs)
 def test_stat_events(tmp, spec):
@@ -284,6 +285,7 @@ def test_stat_events(tmp, spec):
         assert (m["value"] is None) == ("reason" in m)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, **GEN)
 @given(
     status=st.integers(0, 255),

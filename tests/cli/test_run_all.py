@@ -22,6 +22,7 @@ def check_document(doc):
             assert c["evidence"] if c["holds"] is not None else c["reason"], c
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("blocked", [False, True], ids=["this-machine", "blocked"])
 def test_run_all_covers_every_experiment_with_labelled_results(tools_dir, pagelab_cmd, blocked):
     """run all returns every experiment in table order, each reading labelled, each claim either

@@ -16,6 +16,7 @@ def rss_kib():
         return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
 
 
+@pytest.mark.slow
 def test_ten_thousand_groups_leave_fds_and_rss_flat():
     """10,000 groups opened, read and closed: fd count unchanged, RSS within 2 MiB."""
     if profile() == "blocked":

@@ -241,6 +241,7 @@ def _workers():
     return out
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_competitor_with_the_worker():
     """A worker stopped mid-run takes its forked competitor down with it (same process group)."""
     before = set(_workers())

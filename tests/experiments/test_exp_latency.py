@@ -50,6 +50,7 @@ def test_claims_hold_around_the_l1():
         assert c.holds is not None or "does not reach" in c.reason or "reports no" in c.reason, c
 
 
+@pytest.mark.slow
 def test_default_run_shows_the_hierarchy(default):
     """Defaults: every claim is judged with evidence (how many plateaus and where the outer knees
     fall depends on the machine: a VM gets a share of the LLC), memory >= 10x slower than L1, a

@@ -39,6 +39,7 @@ def test_only_version_ts_reads_package_json():
     assert readers == ["version.ts"]
 
 
+@pytest.mark.slow
 def test_front_end_typechecks_and_its_specs_pass():
     """The TypeScript type-checks (tsc --strict) and the front-end unit specs (formatting, rates,
     sparklines, unavailable counters, escaping, throttling, the autocount setting's kernel
