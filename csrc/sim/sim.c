@@ -30,8 +30,8 @@ struct quick {
     uint32_t *when; /* NULL without a shadow */
     struct pl_shadow *shadow;
     struct pl_cache *l1;
-    /* 1: the quick path applies to a masked level without a shadow, so pl_sim_access_slow
-     * first tries the lean hit (lean_hit) */
+    /* 1: the quick path applies to a masked level without a shadow: pl_sim_access_slow's
+     * lean path */
     int lean;
 };
 
@@ -445,7 +445,7 @@ PL_HOT int quick(struct pl_sim *sim, const struct quick *q, uint64_t a, uint64_t
     return 1;
 }
 
-/* pl_sim_access_slow beyond the lean hit: the quick path, its miss, or the general one. */
+/* pl_sim_access_slow beyond the lean path: the quick path, its miss, or the general one. */
 static __attribute__((noinline)) int access_quick(struct pl_sim *sim, uint64_t addr, uint32_t size,
                                                   int is_write)
 {
@@ -459,37 +459,57 @@ static __attribute__((noinline)) int access_quick(struct pl_sim *sim, uint64_t a
     return access_lines(sim, addr, size, is_write);
 }
 
-/* The lean hit: an access within one line that hits the most recently used way of its set, on
- * the DTLB's most recently used page, where the quick path applies to a masked level without a
- * shadow (q->lean). Under LRU such a hit moves nothing in the set's order, and there is no
- * shadow to move it in, so it is the quick path's hit without the search and the reorder: a
- * few loads and a compare, and no call (so no registers saved). The naive transpose's reads
- * are such hits: each line is read 8 times, between writes that land in other sets. */
-PL_HOT int lean_hit(struct pl_sim *sim, const struct quick *q, uint64_t a, uint64_t sz,
-                    int is_write)
+/* The lean path's access to a line that is not its set's most recent: the quick path's search
+ * of the set, and its hit or miss, with the line and set already known. Counted as the quick
+ * path counts (fast: an access to the first level on the DTLB's most recently used page). */
+static __attribute__((noinline)) int lean_other(struct pl_sim *sim, const struct quick *q,
+                                                uint64_t x, uint64_t s, int is_write)
 {
-    if ((a & sim->gmask) + sz - 1 > sim->gmask || a >> q->page_shift != *q->page)
-        return 0;
-    uint64_t x = a >> sim->shift, s = x & q->set_mask;
-    uint64_t slot = s * q->ways + (q->word[s] & 15); /* the first way in order */
-    if (q->tag[slot] != x)
-        return 0;
-    uint8_t *dirty = &q->dirty[slot];
+    uint64_t base = s * q->ways;
     sim->fast[is_write]++;
-    *dirty |= (uint8_t)is_write;
-    sim->last = x;
-    sim->last_dirty = dirty;
-    q->l1->mru_line = x;
-    q->l1->mru_dirty = dirty;
-    return 1;
+    for (uint32_t m = pl_match16(q->fp + base, pl_cache_fingerprint(x)) & q->fp_last; m;
+         m &= m - 1) {
+        uint32_t w = (uint32_t)__builtin_ctz(m);
+        uint64_t slot = base + w;
+        if (q->tag[slot] != x)
+            continue;
+        pl_cache_order_touch(&q->word[s], w);
+        uint8_t *dirty = &q->dirty[slot];
+        *dirty |= (uint8_t)is_write;
+        sim->last = x;
+        sim->last_dirty = dirty;
+        q->l1->mru_line = x;
+        q->l1->mru_dirty = dirty;
+        return PL_SIM_HIT;
+    }
+    return quick_miss(sim, x, s, is_write);
 }
 
 int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write)
 {
     const struct quick *q = &sim->core->q;
     is_write = is_write != 0;
-    if (q->lean && lean_hit(sim, q, addr, size, is_write))
+    /* The lean path (q->lean: the quick path applies to a masked level without a shadow), for
+     * an access within one line on the DTLB's most recently used page. Its hit on the most
+     * recently used way of the set moves nothing in the set's LRU order, and there is no
+     * shadow to move it in, so it is the quick path's hit without the search and the reorder:
+     * a few loads and a compare, and no call (so no registers saved). The naive transpose's
+     * reads are such hits: each line is read 8 times, between writes to other sets. */
+    if (q->lean && (addr & sim->gmask) + size - 1 <= sim->gmask &&
+        addr >> q->page_shift == *q->page) {
+        uint64_t x = addr >> sim->shift, s = x & q->set_mask;
+        uint64_t slot = s * q->ways + (q->word[s] & 15); /* the first way in order */
+        if (q->tag[slot] != x)
+            return lean_other(sim, q, x, s, is_write);
+        uint8_t *dirty = &q->dirty[slot];
+        sim->fast[is_write]++;
+        *dirty |= (uint8_t)is_write;
+        sim->last = x;
+        sim->last_dirty = dirty;
+        q->l1->mru_line = x;
+        q->l1->mru_dirty = dirty;
         return PL_SIM_HIT;
+    }
     return access_quick(sim, addr, size, is_write);
 }
 
