@@ -45,7 +45,8 @@ def _source(n):
 
 def _functions(path):
     """The names of the functions a C file defines."""
-    return set(re.findall(r"\b(\w+)\([^;{]*\)\s*\{", path.read_text()))
+    # a name, its parameters (with at most one level of parentheses inside), and a body
+    return set(re.findall(r"\b(\w+)\((?:[^;{()]|\([^()]*\))*\)\s*\{", path.read_text()))
 
 
 def breakdown(b, sim_so, name, accesses):
