@@ -67,7 +67,7 @@ WHY_MISSED = {
         "simulator (170 before). The naive transpose alternates a read of `a` with a write of "
         "`b`, so the inline fast path (the previous access's line) never applies; the reads "
         "now take the lean path, a hit on the most recently used way of the set checked with "
-        "one tag compare and no call, where there is no TLB and no miss classification, while "
+        "one tag compare and no call, where there is no miss classification, while "
         "its writes all miss: the search of the set, the L1 fill and the LLC's lookup, about "
         "220 instructions."
     ),
