@@ -462,12 +462,14 @@ def csimref(b, trace, lines):
 
 
 def cachegrind(b):
+    from .cell_figures import SIZES, cell_ceiling, cell_vs_cachegrind
+
     if not (shutil.which("valgrind") and shutil.which("cc")):
         reason = "valgrind and a C compiler are needed"
         units = {"speedup": "x", "trace_speedup": "x", "miss_agreement": "fraction"}
         out = {f"sim.vs_cachegrind.{k}": _unavailable(u, "", reason) for k, u in units.items()}
-        for k in ("speedup", "ceiling"):
-            out[f"sim.cell_vs_cachegrind.{k}"] = _unavailable("x", "", reason)
+        for key in [k for k, _ in SIZES.values()] + ["sim.cell_vs_cachegrind.ceiling"]:
+            out[key] = _unavailable("x", "", reason)
         return out
     return {
         **cachegrind_workload(b),
@@ -596,93 +598,6 @@ def cachegrind_trace(b):
             "python -m bench --json (sim.vs_cachegrind)",
             reference=f"cachegrind {expected:,} misses",
         ),
-    }
-
-
-def cell_vs_cachegrind(b):
-    """bench/transpose.c simulated access by access (`pagelab sim c`, the compiler's
-    instrumentation) against cachegrind running it built -O2: CPU time of each whole command,
-    in turn, through the same D1 and LL and nothing else (no TLB, no classes)."""
-    program = ROOT / "bench" / "transpose.c"
-    key = "sim.cell_vs_cachegrind.speedup"
-    meaning = (
-        f"CPU time of cachegrind (D1 {':'.join(map(str, D1))}, LL 8M:16:64) running "
-        "bench/transpose.c built -O2 over the CPU time of `pagelab sim c` simulating its "
-        "every load and store through the same D1 and LL (no TLB, no classification; the "
-        "build cached): both whole commands, measured in turn"
-    )
-    if not program.exists():
-        return {key: _unavailable("x", meaning, "bench/transpose.c: a source checkout only")}
-    exe, out = b.tmp / "transpose-o2", b.tmp / "cachegrind-transpose.out"
-    subprocess.run(["cc", "-O2", "-g", "-o", str(exe), str(program)], check=True)
-    cg = _cachegrind([str(exe)], out, LLC_8M)
-    ours = [*b.pagelab, "sim", "c", str(program), f"--l1={':'.join(map(str, D1))}"]
-    ours += ["--l2=none", "--llc=8M:16:64", "--tlb=none", "--stlb=none", "--no-classify"]
-    b.log("a C program simulated by instrumentation against cachegrind")
-    doc = json.loads(subprocess.run([*ours, "--json"], check=True, capture_output=True).stdout)
-    a, s = _pairs(lambda: _child_cpu(cg), lambda: _child_cpu(ours), max(3, b.n // 2))
-    b.keep("cachegrind, bench/transpose.c -O2 (CPU s)", a)
-    b.keep("pagelab sim c bench/transpose.c, same D1 and LL (CPU s)", s)
-    counts = _cachegrind_counts(out)
-    metrics = doc["measurements"][0]["metrics"]
-    accesses = metrics["L1-dcache-loads"]["value"] + metrics["L1-dcache-stores"]["value"]
-    return {
-        key: _speedup(
-            key,
-            a,
-            s,
-            meaning,
-            goal=5,
-            sim_accesses=accesses,
-            cachegrind_accesses=counts["Dr"] + counts["Dw"],
-            sim_s=statistics.median(s),
-            cachegrind_s=statistics.median(a),
-        )
-    }
-
-
-def cell_ceiling(b):
-    """The most any build instrumented by the compiler could gain on cachegrind: bench/transpose.c
-    at N = 3000 (start-up a small part of either), built with -fsanitize=thread and linked with
-    hooks that do nothing (bench/hooks_only.c), against cachegrind running it built -O2: what
-    the calls alone cost, with nothing recorded, simulated or started."""
-    key = "sim.cell_vs_cachegrind.ceiling"
-    meaning = (
-        f"CPU time of cachegrind (D1 {':'.join(map(str, D1))}, LL 8M:16:64) running "
-        "bench/transpose.c at N = 3000 "
-        "(45 million data accesses) built -O2 over the CPU time of the same program built -O2 "
-        "with the compiler's instrumentation (-fsanitize=thread) and hooks that do nothing "
-        "(bench/hooks_only.c): the most instrumentation could gain with a simulator that cost "
-        "nothing and no start-up; both whole commands, measured in turn"
-    )
-    program, hooks = ROOT / "bench" / "transpose.c", ROOT / "bench" / "hooks_only.c"
-    if not (program.exists() and hooks.exists()):
-        return {key: _unavailable("x", meaning, "bench/: a source checkout only")}
-    native, instrumented = b.tmp / "transpose-3000", b.tmp / "transpose-3000-hooks"
-    obj = b.tmp / "transpose-3000.o"
-    cc = ["cc", "-std=gnu11", "-O2", "-DN=3000"]
-    for cmd in (
-        [*cc, "-o", str(native), str(program)],
-        [*cc, "-fsanitize=thread", "-c", "-o", str(obj), str(program)],
-        [*cc, "-o", str(instrumented), str(obj), str(hooks)],  # not libtsan: these hooks
-    ):
-        subprocess.run(cmd, check=True)
-    cg = _cachegrind([str(native)], "/dev/null", LLC_8M)
-    b.log("the compiler's instrumentation alone against cachegrind")
-    a, s = _pairs(lambda: _child_cpu(cg), lambda: _child_cpu([str(instrumented)]), max(3, b.n // 2))
-    plain = [_child_cpu([str(native)]) for _ in range(max(3, b.n // 2))]
-    b.keep("cachegrind, bench/transpose.c N=3000 -O2 (CPU s)", a)
-    b.keep("bench/transpose.c N=3000, instrumented, hooks that do nothing (CPU s)", s)
-    return {
-        key: _speedup(
-            key,
-            a,
-            s,
-            meaning,
-            instrumented_s=statistics.median(s),
-            uninstrumented_s=statistics.median(plain),
-            cachegrind_s=statistics.median(a),
-        )
     }
 
 

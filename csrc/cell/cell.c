@@ -131,17 +131,30 @@ static __attribute__((noinline)) void charge(struct pl_cell_sites *x, struct pl_
     x->misses = misses(x);
 }
 
-/* One access (a piece of at most PL_CELL_CHUNK bytes) charged to site s (if any). */
+/* One access (a piece of at most PL_CELL_CHUNK bytes) charged to site s. */
+static inline __attribute__((always_inline)) void simulate_at(struct pl_cell_sites *x,
+                                                              struct pl_cell_site *s, uint64_t addr,
+                                                              uint64_t size, int is_write)
+{
+    *(is_write ? &s->writes : &s->reads) += 1;
+    pl_sim_access(x->sim, addr, (uint32_t)size, is_write);
+    if (misses(x) != x->misses)
+        charge(x, s);
+}
+
+/* The same, charged to site s if any (NULL: no longer counting). */
 static inline __attribute__((always_inline)) void simulate_one(struct pl_cell_sites *x,
                                                                struct pl_cell_site *s,
                                                                uint64_t addr, uint64_t size,
                                                                int is_write)
 {
-    if (s)
-        *(is_write ? &s->writes : &s->reads) += 1;
+    if (s) {
+        simulate_at(x, s, addr, size, is_write);
+        return;
+    }
     pl_sim_access(x->sim, addr, (uint32_t)size, is_write);
     if (misses(x) != x->misses)
-        charge(x, s);
+        charge(x, NULL);
 }
 
 /* An access of size bytes at addr from the call returning to pc, by main()'s thread; wider
@@ -171,21 +184,21 @@ static void cell_flush(void *ctx)
     struct pl_cell *cell = ctx;
     struct pl_cell_sites *x = cell->index;
     const struct pl_cell_rec *r = x->buffer, *end = x->hooks->next;
-    uint32_t *slot = x->counting ? x->slot : NULL; /* NULL: every record the long way */
-    uintptr_t lo = x->lo, span = x->hi - x->lo;
+    const uint32_t *slot = x->slot;
+    /* span 0 (no index, or no longer counting): every record the long way */
+    uintptr_t lo = x->lo, span = x->counting && slot ? x->hi - x->lo : 0;
     struct pl_cell_site *sites = cell->sites;
     for (; r < end; r++) {
-        uint64_t addr = r->addr, size = r->site >> 1 & PL_CELL_REC_MAX;
-        uintptr_t pc = (uintptr_t)(r->site >> 16);
-        int is_write = (int)(r->site & 1);
-        const uint32_t *at = size <= PL_CELL_CHUNK ? slot_of(slot, lo, span, pc) : NULL;
-        uint32_t k = at ? *at : 0;
+        uint64_t addr = r->addr, site = r->site, size = site >> 1 & PL_CELL_REC_MAX;
+        uintptr_t at = (uintptr_t)(site >> 16) - lo;
+        int is_write = (int)(site & 1);
+        uint32_t k = at < span && size <= PL_CELL_CHUNK ? slot[at] : 0;
         if (__builtin_expect(k == 0, 0)) { /* a new site, or not counted, or wider */
-            simulate(cell, addr, size, is_write, pc);
+            simulate(cell, addr, size, is_write, (uintptr_t)(site >> 16));
             sites = cell->sites; /* a new site may have moved them */
             continue;
         }
-        simulate_one(x, &sites[k - 1], addr, size, is_write);
+        simulate_at(x, &sites[k - 1], addr, size, is_write);
     }
     x->hooks->next = x->buffer;
 }

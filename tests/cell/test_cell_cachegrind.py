@@ -145,20 +145,7 @@ int main(void)
 }
 """
 # Runs a cell's measured build as pagelab does: its main() called in a process of its own.
-HOST = r"""
-#include <dlfcn.h>
-#include <stdio.h>
-int main(int argc, char **argv)
-{
-    void *so = argc == 2 ? dlopen(argv[1], RTLD_NOW) : NULL;
-    int (*cell)(void) = so ? (int (*)(void))dlsym(so, "pl_cell_main") : NULL;
-    if (!cell) {
-        fprintf(stderr, "usage: host CELL.so (%s)\n", dlerror());
-        return 2;
-    }
-    return cell();
-}
-"""
+HOST = ROOT / "bench" / "cell_host.c"
 
 
 @pytest.fixture(scope="module", params=["clang", "gcc"])
@@ -176,9 +163,8 @@ def matmul(request, tmp_path_factory):
         (tmp / "matmul.c").write_text(MATMUL)
         _, lines, run = _cell.simulate_c(MATMUL, config=CONFIG, name="matmul.c", force=True)
         builds = _build.cached_build(MATMUL, "every", False, "matmul.c")
-    (tmp / "host.c").write_text(HOST)
     host, out = tmp / "host", tmp / "cachegrind.out"
-    subprocess.run(["cc", "-O2", "-o", str(host), str(tmp / "host.c"), "-ldl"], check=True)
+    subprocess.run(["cc", "-O2", "-o", str(host), str(HOST), "-ldl"], check=True)
     d1, ll = ",".join(map(str, D1)), ",".join(map(str, LL))
     subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--D1={d1}", f"--LL={ll}"]

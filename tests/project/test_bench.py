@@ -35,6 +35,7 @@ KEYS = {
     "sim.vs_cachegrind.trace_speedup",
     "sim.vs_cachegrind.miss_agreement",
     "sim.cell_vs_cachegrind.speedup",
+    "sim.cell_vs_cachegrind.n3000",
     "sim.cell_vs_cachegrind.ceiling",
     "counters.measure_overhead_us",
     "counters.floor_faults",
