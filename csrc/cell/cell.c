@@ -430,15 +430,14 @@ static void replay(struct pl_cell *cell, int force)
             if (take(x, &x->stream[t], &r)) {
                 replay_record(cell, t, &r);
                 x->used += (uintptr_t)(r.site >> 16) != SPAWN_SITE;
-                idle = 0;
                 continue;
             }
             if (!ended)
                 break; /* its next records are not recorded yet */
         }
+        idle = x->used ? 0 : idle + 1; /* a whole round of empty turns: all is replayed */
         x->turn = (x->turn + 1) % x->active;
         x->used = 0;
-        idle++;
     }
     charge(x, NULL); /* main()'s own charging starts from the counts as they stand */
     pthread_mutex_unlock(&x->lock);

@@ -36,11 +36,11 @@ def parse_threads_model(value=None):
     (main()'s thread alone on one core; the others' accesses counted, not simulated)."""
     text = "cores" if value is None else value
     name, _, quantum = text.partition(":") if isinstance(text, str) else ("", "", "")
-    if name == "main" and not quantum:
+    if text == "main":
         return "main", 0
-    if name == "cores" and not quantum:
+    if text == "cores":
         return "cores", lib.PL_CELL_QUANTUM
-    if name == "cores" and quantum.isdigit() and 1 <= int(quantum) <= QUANTUM_MAX:
+    if name == "cores" and re.fullmatch("[0-9]{1,7}", quantum) and 1 <= int(quantum) <= QUANTUM_MAX:
         return "cores", int(quantum)
     raise BadInput(
         f"unknown threads model {value!r}: use cores (every thread on a core of its own, "
@@ -172,9 +172,10 @@ def _lines(source, name, raw, builds, threads):
         )
     if raw["threads"] > 1:
         notes.append(
-            f"{raw['threads']} threads simulated, each on a core of its own (private L1, L2 and "
-            f"DTLB, a shared LLC, MESI coherence), their accesses interleaved {threads[1]} at a "
-            "turn in the order the threads were created (docs/simulator.md)"
+            f"{raw['threads']} threads simulated, each on a core of its own (its own caches above "
+            "the last level, which is shared, and its own DTLB; MESI coherence), their accesses "
+            f"interleaved {threads[1]} at a turn in the order the threads were created "
+            "(docs/simulator.md)"
         )
     if raw["unrecorded"]:
         notes.append(
