@@ -164,7 +164,7 @@ def _lines(source, name, raw, builds, threads):
         why = (
             "(--threads-model main: the model is one core's caches)"
             if threads[0] == "main"
-            else f"(beyond the model's {lib.PL_COH_MAX_CORES} cores, or in marked mode)"
+            else "(beyond what the cores model takes: docs/simulator.md, Threads)"
         )
         notes.append(
             f"{raw['other_threads']:,} accesses by other threads than main()'s were not "
