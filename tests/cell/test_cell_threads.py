@@ -244,3 +244,50 @@ def _native_config(sim):
     config = to_native(sim.config)
     _native_config.kept = config  # alive while the model is made
     return config
+
+
+def _two_cores(config):
+    first = Simulator(config)
+    out = ffi.new("struct pl_coh **")
+    rc = lib.pl_coh_create(first._sim, _native_config(first), out)
+    if rc:
+        return first, rc
+    model = ffi.gc(out[0], lib.pl_coh_destroy)
+    assert lib.pl_coh_add_core(model) == 1
+    return first, model
+
+
+@pytest.mark.parametrize(
+    ("l1", "policy"),
+    [("512:8:64", p) for p in ("lru", "fifo", "random", "plru")] + [("4K:32:64", "lru")],
+)
+def test_an_invalidated_line_leaves_the_rest_of_its_set_alone(l1, policy):
+    """Under every policy, and in wide sets kept by stamps, a line another core's write takes
+    from a full set misses once (a coherence miss, filling the way it left, evicting nothing)
+    while the set's other lines still hit."""
+    first, model = _two_cores(
+        {"l1": l1, "l2": None, "llc": None, "tlb": None, "stlb": None, "policy": policy}
+    )
+    ways = int(l1.split(":")[1])
+    stride = int(l1.split(":")[0].rstrip("K")) * (1024 if "K" in l1 else 1) // ways  # same set
+    lines = [i * stride for i in range(ways)]
+    for a in lines:
+        lib.pl_coh_access(model, 0, a, 8, 0)
+    lib.pl_coh_access(model, 1, lines[3], 8, 1)  # core 1's write takes line 3 from core 0
+    before = _core_counts(model, 0)
+    for a in lines[:3] + lines[4:]:
+        lib.pl_coh_access(model, 0, a, 8, 0)
+    assert _core_counts(model, 0)["misses"] == before["misses"]
+    lib.pl_coh_access(model, 0, lines[3], 8, 0)
+    for a in lines:
+        lib.pl_coh_access(model, 0, a, 8, 0)
+    after = _core_counts(model, 0)
+    assert after["misses"] == before["misses"] + 1 and after["coherence"] == 1
+    assert after["invalidations"] == 1
+    assert first.stats()["L1D"].evictions == 0
+
+
+def test_a_level_that_cannot_drop_a_line_is_refused():
+    """One fully associative LRU set wider than a scanned set cannot drop one line: no cores."""
+    _, rc = _two_cores({"l1": "4K:64:64", "l2": None, "llc": None, "tlb": None, "stlb": None})
+    assert rc == -22  # EINVAL
