@@ -38,6 +38,7 @@ struct block {
 struct stream {
     struct block *head, *tail; /* the replay's, the appender's */
     uint32_t done;             /* records of head replayed */
+    uint64_t appended, taken;  /* records in all (atomic), and replayed */
 };
 
 struct pl_cell_sites {
@@ -289,6 +290,7 @@ static void append(struct pl_cell *cell, int t, uint64_t addr, uint64_t site)
     }
     b->rec[n] = (struct pl_cell_rec){addr, site};
     __atomic_store_n(&b->count, n + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->appended, st->appended + 1, __ATOMIC_RELEASE);
 }
 
 /* An access of size bytes as records (each at most PL_CELL_REC_MAX bytes, whole chunks). */
@@ -313,15 +315,19 @@ static void record_buffer(struct pl_cell *cell)
     replay(cell, 0); /* what can be interleaved already: the streams stay short */
 }
 
-/* The next record of a stream, freeing the blocks it is done with; 0 when none is published. */
-static int take(struct pl_cell_sites *x, struct stream *st, struct pl_cell_rec *out)
+/* The next record of a stream, freeing the blocks it is done with; 0 when none is published,
+ * or when limit records have been taken. */
+static int take(struct pl_cell_sites *x, struct stream *st, uint64_t limit, struct pl_cell_rec *out)
 {
+    if (st->taken >= limit)
+        return 0;
     for (;;) {
         struct block *b = __atomic_load_n(&st->head, __ATOMIC_ACQUIRE);
         if (!b)
             return 0;
         if (st->done < __atomic_load_n(&b->count, __ATOMIC_ACQUIRE)) {
             *out = b->rec[st->done++];
+            st->taken++;
             return 1;
         }
         struct block *next = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
@@ -413,7 +419,8 @@ static void replay_record(struct pl_cell *cell, int t, const struct pl_cell_rec 
  * first), each turn `quantum` accesses of its stream or until it has ended. It stops where a
  * thread still running has no more records yet, so whenever it runs, what it has replayed is
  * a prefix of the one interleaving of the complete streams; with force (at a region's ends and
- * at main()'s end) a running thread's stream counts as ended where its records stop. */
+ * at main()'s end) a running thread's stream counts as ended where its records stood when the
+ * replay began. */
 static void replay(struct pl_cell *cell, int force)
 {
     struct pl_cell_sites *x = cell->index;
@@ -421,13 +428,16 @@ static void replay(struct pl_cell *cell, int force)
         return;
     uint32_t quantum = cell->quantum ? cell->quantum : PL_CELL_QUANTUM;
     pthread_mutex_lock(&x->lock);
+    uint64_t limit[PL_COH_MAX_CORES];
+    for (int t = 0; t < x->nthreads; t++)
+        limit[t] = force ? __atomic_load_n(&x->stream[t].appended, __ATOMIC_ACQUIRE) : UINT64_MAX;
     for (int idle = 0; idle < x->active;) {
         int t = x->order[x->turn];
         struct pl_cell_rec r;
         if (x->used < quantum) {
             /* ended first: a record published before the end is then taken below */
             int ended = force || __atomic_load_n(&x->ended[t], __ATOMIC_ACQUIRE);
-            if (take(x, &x->stream[t], &r)) {
+            if (take(x, &x->stream[t], limit[t], &r)) {
                 replay_record(cell, t, &r);
                 x->used += (uintptr_t)(r.site >> 16) != SPAWN_SITE;
                 continue;
@@ -603,23 +613,22 @@ static int sites_init(struct pl_cell *cell, void *handle, struct pl_cell_hooks *
 void pl_cell_release(struct pl_cell *cell)
 {
     struct pl_cell_sites *x = cell->index;
-    if (x) {
+    int running = 0; /* a thread that outlived main() may still append to its stream */
+    for (int t = 1; x && t < x->nthreads; t++)
+        running |= !__atomic_load_n(&x->ended[t], __ATOMIC_ACQUIRE);
+    cell->index = NULL;
+    if (x && !running) { /* else left to the worker's exit, which comes soon */
         free(x->slot);
         free(x->buffer);
-        int running = 0; /* a thread that outlived main() may still append to its stream */
-        for (int t = 1; t < x->nthreads; t++)
-            running |= !__atomic_load_n(&x->ended[t], __ATOMIC_ACQUIRE);
-        for (int t = 0; t < x->nthreads && !running; t++) {
+        for (int t = 0; t < x->nthreads; t++) {
             free(x->slots[t]);
             for (struct block *b = x->stream[t].head, *next; b; b = next)
                 next = b->next, free(b);
         }
-        if (!running)
-            pl_coh_destroy(x->coh);
+        pl_coh_destroy(x->coh);
+        free(x);
     }
-    free(cell->index);
     free(cell->sites);
-    cell->index = NULL;
     cell->sites = NULL;
     cell->nsites = 0;
 }

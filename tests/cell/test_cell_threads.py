@@ -291,3 +291,23 @@ def test_a_level_that_cannot_drop_a_line_is_refused():
     """One fully associative LRU set wider than a scanned set cannot drop one line: no cores."""
     _, rc = _two_cores({"l1": "4K:64:64", "l2": None, "llc": None, "tlb": None, "stlb": None})
     assert rc == -22  # EINVAL
+
+
+def test_a_thread_that_outlives_main_is_replayed_as_far_as_it_got():
+    """A thread still running when main() returns ends the interleaving where its records stood
+    (the replay does not chase it), and the run comes back."""
+    src = r"""#include <pthread.h>
+#include <unistd.h>
+static volatile long n;
+static void *spin(void *arg) { for (;;) n++; return arg; }
+int main(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, spin, NULL);
+    usleep(20000);
+    return 0;
+}
+"""
+    _, lines, run = _cell.simulate_c(src, config=CORES, timeout=30)
+    assert run["status"] == 0
+    assert sorted(lines.threads[4]) == [1] and lines.lines[4].reads > 0
