@@ -35,10 +35,10 @@ struct block {
     uint32_t count;     /* records published (atomic) */
     struct pl_cell_rec rec[STREAM_BLOCK];
 };
-struct stream {
-    struct block *head, *tail; /* the replay's, the appender's */
-    uint32_t done;             /* records of head replayed */
-    uint64_t appended, taken;  /* records in all (atomic), and replayed */
+struct stream { /* a line of its own: each is written by its own thread */
+    _Alignas(64) struct block *head, *tail; /* the replay's, the appender's */
+    uint32_t done;                          /* records of head replayed */
+    uint64_t appended, taken;               /* records in all (atomic), and replayed */
 };
 
 struct pl_cell_sites {
