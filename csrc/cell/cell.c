@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #define PL_CELL_RUNNER
 #include "pagelab_cell.h"
+#include "sim/pl_coherence.h"
 
 /* Site 0 gathers accesses whose call site is not in the cell's code (or could not be indexed). */
 #define OUTSIDE 0
@@ -22,6 +24,21 @@
 /* The counts a site is charged, as the simulator's live counts stood at the last charge. */
 struct charged {
     uint64_t l1_read, l1_write, compulsory, capacity, conflict, llc_read, llc_write, tlb;
+};
+
+/* Threads, PL_THREADS_CORES: once a second thread starts, each thread's accesses are recorded
+ * in a stream of its own, a list of blocks that its thread appends to and the interleaving
+ * (replay) consumes; a record is published by the store of the block's count. */
+#define STREAM_BLOCK 4096
+struct block {
+    struct block *next; /* set once the block is full */
+    uint32_t count;     /* records published (atomic) */
+    struct pl_cell_rec rec[STREAM_BLOCK];
+};
+struct stream { /* a line of its own: each is written by its own thread */
+    _Alignas(64) struct block *head, *tail; /* the replay's, the appender's */
+    uint32_t done;                          /* records of head replayed */
+    uint64_t appended, taken;               /* records in all (atomic), and replayed */
 };
 
 struct pl_cell_sites {
@@ -38,24 +55,49 @@ struct pl_cell_sites {
     const struct pl_sim_counts *l1, *llc, *tlb;
     struct charged seen; /* at the last access charged */
     uint64_t misses;     /* misses(x) then */
+    /* PL_THREADS_CORES: the cores (NULL until a second thread is spawned), each thread's stream
+     * and index of its sites (slots[0] is unused: main()'s is slot), and the records held. */
+    struct pl_coh *coh;
+    int nthreads; /* numbers handed out, main()'s 0 included */
+    struct stream stream[PL_COH_MAX_CORES];
+    int ended[PL_COH_MAX_CORES];        /* the thread's start routine has returned (atomic) */
+    uint32_t *slots[PL_COH_MAX_CORES];  /* per thread after main()'s: slot's like */
+    uint32_t outside[PL_COH_MAX_CORES]; /* 1 + a thread's site for calls outside the cell */
+    /* the interleaving: the threads in turn (in the order their spawns were replayed), whose
+     * turn it is, and how many of its quantum it has used */
+    int order[PL_COH_MAX_CORES], active, turn;
+    uint32_t used;
+    uint64_t held;        /* records in the streams (atomic) */
+    pthread_mutex_t lock; /* the model: spawning a core, replaying */
 };
+
+/* A stream record that is not an access: the spawn of thread addr (the site's pc is 0). */
+#define SPAWN_SITE 0
+
+_Static_assert(PL_CELL_THREADS == PL_COH_MAX_CORES, "a thread number is a core");
+
+/* This thread's number in the model, -1 for a thread not simulated. */
+static __thread int my_number = -1;
 
 static const struct pl_sim_counts none;
 
 static void drain(struct pl_cell *cell);
+static void replay(struct pl_cell *cell, int force);
+static void take_snapshot(struct pl_cell *cell, struct pl_region *r, struct pl_snapshot *snap);
 
 static void cell_begin(void *ctx)
 {
     struct pl_cell *cell = ctx;
     drain(cell); /* the accesses before the region warm the caches but count for no site */
+    replay(cell, 1);
     if (cell->begun++ == 0) {
         if (cell->index) /* the sites count the region from here */
             for (uint32_t i = 0; i < cell->nsites; i++) {
-                uint64_t offset = cell->sites[i].offset;
-                memset(&cell->sites[i], 0, sizeof cell->sites[i]);
-                cell->sites[i].offset = offset;
+                struct pl_cell_site *s = &cell->sites[i];
+                *s = (struct pl_cell_site){.offset = s->offset, .thread = s->thread};
             }
         pl_region_begin(&cell->region);
+        take_snapshot(cell, &cell->region, &cell->region.begin);
     }
 }
 
@@ -63,8 +105,10 @@ static void cell_end(void *ctx)
 {
     struct pl_cell *cell = ctx;
     drain(cell);
+    replay(cell, 1);
     if (cell->begun > 0 && cell->ended++ == 0) {
         pl_region_end(&cell->region);
+        take_snapshot(cell, &cell->region, &cell->region.end);
         if (cell->index)
             cell->index->counting = 0;
     }
@@ -84,6 +128,27 @@ static inline uint32_t *slot_of(uint32_t *slot, uintptr_t lo, uintptr_t span, ui
     return slot && pc - lo < span ? &slot[pc - lo] : NULL;
 }
 
+/* A new site for thread's calls returning to offset, its index kept in *slot; NULL when the
+ * sites cannot grow. */
+static struct pl_cell_site *new_site(struct pl_cell *cell, uint64_t offset, uint32_t thread,
+                                     uint32_t *slot)
+{
+    struct pl_cell_sites *x = cell->index;
+    if (cell->nsites == x->cap) {
+        struct pl_cell_site *more = realloc(cell->sites, 2 * x->cap * sizeof *more);
+        if (!more)
+            return NULL;
+        cell->sites = more;
+        x->cap *= 2;
+    }
+    struct pl_cell_site *s = &cell->sites[cell->nsites];
+    memset(s, 0, sizeof *s);
+    s->offset = offset;
+    s->thread = thread;
+    *slot = ++cell->nsites;
+    return s;
+}
+
 /* The site of a call's return address, new on its first access; NULL when no longer counting. */
 static inline struct pl_cell_site *site_of(struct pl_cell *cell, uintptr_t pc)
 {
@@ -95,18 +160,8 @@ static inline struct pl_cell_site *site_of(struct pl_cell *cell, uintptr_t pc)
         return &cell->sites[OUTSIDE];
     if (*slot)
         return &cell->sites[*slot - 1];
-    if (cell->nsites == x->cap) {
-        struct pl_cell_site *more = realloc(cell->sites, 2 * x->cap * sizeof *more);
-        if (!more)
-            return &cell->sites[OUTSIDE];
-        cell->sites = more;
-        x->cap *= 2;
-    }
-    struct pl_cell_site *s = &cell->sites[cell->nsites];
-    memset(s, 0, sizeof *s);
-    s->offset = pc - x->base;
-    *slot = ++cell->nsites;
-    return s;
+    struct pl_cell_site *s = new_site(cell, pc - x->base, 0, slot);
+    return s ? s : &cell->sites[OUTSIDE];
 }
 
 /* The access just simulated missed somewhere: its misses go to site s (if any). */
@@ -179,10 +234,16 @@ simulate(struct pl_cell *cell, uint64_t addr, uint64_t size, int is_write, uintp
 /* The hooks' buffer, simulated record by record and emptied. The common record (one piece,
  * from a site already indexed, while the sites count) finds its site through locals: through
  * cell and x, the compiler would reload the index after every call into the simulator. */
+static void record_buffer(struct pl_cell *cell);
+
 static void cell_flush(void *ctx)
 {
     struct pl_cell *cell = ctx;
     struct pl_cell_sites *x = cell->index;
+    if (x->coh) { /* threads: main()'s accesses join its stream, to be interleaved */
+        record_buffer(cell);
+        return;
+    }
     const struct pl_cell_rec *r = x->buffer, *end = x->hooks->next;
     const uint32_t *slot = x->slot;
     /* span 0 (no index, or no longer counting): every record the long way */
@@ -211,14 +272,262 @@ static void drain(struct pl_cell *cell)
         cell_flush(cell);
 }
 
+/* Threads (PL_THREADS_CORES). Until main() spawns a thread, its accesses are simulated as they
+ * come (above). From the first spawn on, every simulated thread's accesses go to its stream,
+ * and replay() interleaves the streams on the cores of the model. */
+
+/* Append a record to thread t's stream (only thread t appends to it). */
+static void append(struct pl_cell *cell, int t, uint64_t addr, uint64_t site)
+{
+    struct pl_cell_sites *x = cell->index;
+    struct stream *st = &x->stream[t];
+    struct block *b = st->tail;
+    uint32_t n = b ? b->count : STREAM_BLOCK;
+    if (n == STREAM_BLOCK) {
+        struct block *more = NULL;
+        if (__atomic_add_fetch(&x->held, STREAM_BLOCK, __ATOMIC_RELAXED) <= PL_CELL_RECORDED_MAX)
+            more = malloc(sizeof *more);
+        if (!more) {
+            __atomic_sub_fetch(&x->held, STREAM_BLOCK, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&cell->unrecorded, 1, __ATOMIC_RELAXED);
+            return;
+        }
+        more->next = NULL;
+        more->count = 0;
+        if (b)
+            __atomic_store_n(&b->next, more, __ATOMIC_RELEASE);
+        else
+            __atomic_store_n(&st->head, more, __ATOMIC_RELEASE);
+        st->tail = b = more;
+        n = 0;
+    }
+    b->rec[n] = (struct pl_cell_rec){addr, site};
+    __atomic_store_n(&b->count, n + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->appended, st->appended + 1, __ATOMIC_RELEASE);
+}
+
+/* An access of size bytes as records (each at most PL_CELL_REC_MAX bytes, whole chunks). */
+static void record(struct pl_cell *cell, int t, uint64_t addr, uint64_t size, int is_write,
+                   uintptr_t pc)
+{
+    const uint64_t most = PL_CELL_REC_MAX & ~(uint64_t)(PL_CELL_CHUNK - 1);
+    do {
+        uint64_t n = size < most ? size : most;
+        append(cell, t, addr, (uint64_t)pc << 16 | n << 1 | (uint64_t)(is_write != 0));
+        addr += n, size -= n;
+    } while (size);
+}
+
+/* main()'s buffer, moved to its stream. */
+static void record_buffer(struct pl_cell *cell)
+{
+    struct pl_cell_sites *x = cell->index;
+    for (const struct pl_cell_rec *r = x->buffer; r < x->hooks->next; r++)
+        append(cell, 0, r->addr, r->site);
+    x->hooks->next = x->buffer;
+    replay(cell, 0); /* what can be interleaved already: the streams stay short */
+}
+
+/* The next record of a stream, freeing the blocks it is done with; 0 when none is published,
+ * or when limit records have been taken. */
+static int take(struct pl_cell_sites *x, struct stream *st, uint64_t limit, struct pl_cell_rec *out)
+{
+    if (st->taken >= limit)
+        return 0;
+    for (;;) {
+        struct block *b = __atomic_load_n(&st->head, __ATOMIC_ACQUIRE);
+        if (!b)
+            return 0;
+        if (st->done < __atomic_load_n(&b->count, __ATOMIC_ACQUIRE)) {
+            *out = b->rec[st->done++];
+            st->taken++;
+            return 1;
+        }
+        struct block *next = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
+        if (!next)
+            return 0;
+        st->head = next;
+        st->done = 0;
+        free(b);
+        __atomic_sub_fetch(&x->held, STREAM_BLOCK, __ATOMIC_RELAXED);
+    }
+}
+
+/* Thread t's site for a call returning to pc; NULL when no longer counting. */
+static struct pl_cell_site *thread_site(struct pl_cell *cell, int t, uintptr_t pc)
+{
+    struct pl_cell_sites *x = cell->index;
+    if (t == 0 || !x->counting)
+        return site_of(cell, pc);
+    if (!x->slots[t] && x->slot)
+        x->slots[t] = calloc(x->hi - x->lo, sizeof *x->slots[t]);
+    uint32_t *slot = slot_of(x->slots[t], x->lo, x->hi - x->lo, pc);
+    uint64_t offset = pc - x->base;
+    if (!slot)
+        slot = &x->outside[t], offset = NO_OFFSET;
+    if (*slot)
+        return &cell->sites[*slot - 1];
+    struct pl_cell_site *s = new_site(cell, offset, (uint32_t)t, slot);
+    return s ? s : &cell->sites[OUTSIDE];
+}
+
+static uint64_t total_misses(const struct pl_sim_counts *n)
+{
+    return n->read_misses + n->write_misses;
+}
+
+/* One piece of thread t's access through the cores, charged to site s (if any). */
+static void replay_piece(struct pl_cell *cell, int t, struct pl_cell_site *s, uint64_t addr,
+                         uint64_t size, int is_write)
+{
+    struct pl_cell_sites *x = cell->index;
+    struct pl_sim *sim = pl_coh_sim(x->coh, t);
+    const struct pl_sim_counts *l1 = pl_sim_counts_live(sim, 0, 0);
+    const struct pl_sim_counts *tlb = pl_sim_counts_live(sim, 1, 0);
+    l1 = l1 ? l1 : &none;
+    tlb = tlb ? tlb : &none;
+    struct pl_sim_counts b1 = *l1, bl = *x->llc;
+    uint64_t bt = total_misses(tlb);
+    pl_coh_access(x->coh, t, addr, (uint32_t)size, is_write);
+    if (!s)
+        return;
+    *(is_write ? &s->writes : &s->reads) += 1;
+    s->l1_read_misses += l1->read_misses - b1.read_misses;
+    s->l1_write_misses += l1->write_misses - b1.write_misses;
+    s->compulsory += l1->compulsory - b1.compulsory;
+    s->capacity += l1->capacity - b1.capacity;
+    s->conflict += l1->conflict - b1.conflict;
+    s->coherence += l1->coherence - b1.coherence;
+    s->llc_read_misses += x->llc->read_misses - bl.read_misses;
+    s->llc_write_misses += x->llc->write_misses - bl.write_misses;
+    s->tlb_misses += total_misses(tlb) - bt;
+}
+
+/* One record of thread t's stream: a spawn joins the turns; an access is simulated in the
+ * chunk-aligned pieces simulate() makes. */
+static void replay_record(struct pl_cell *cell, int t, const struct pl_cell_rec *r)
+{
+    struct pl_cell_sites *x = cell->index;
+    uint64_t addr = r->addr, size = r->site >> 1 & PL_CELL_REC_MAX;
+    uintptr_t pc = (uintptr_t)(r->site >> 16);
+    int is_write = (int)(r->site & 1);
+    if (pc == SPAWN_SITE) {
+        x->order[x->active++] = (int)addr;
+        return;
+    }
+    struct pl_cell_site *s = thread_site(cell, t, pc);
+    if (size <= PL_CELL_CHUNK) {
+        replay_piece(cell, t, s, addr, size, is_write);
+        return;
+    }
+    for (uint64_t end = addr + size; addr < end;) {
+        uint64_t piece = PL_CELL_CHUNK - addr % PL_CELL_CHUNK;
+        piece = piece < end - addr ? piece : end - addr;
+        replay_piece(cell, t, s, addr, piece, is_write);
+        addr += piece;
+    }
+}
+
+/* The interleaving: the threads take turns in the order their spawns were replayed (main()'s
+ * first), each turn `quantum` accesses of its stream or until it has ended. It stops where a
+ * thread still running has no more records yet, so whenever it runs, what it has replayed is
+ * a prefix of the one interleaving of the complete streams; with force (at a region's ends and
+ * at main()'s end) a running thread's stream counts as ended where its records stood when the
+ * replay began. */
+static void replay(struct pl_cell *cell, int force)
+{
+    struct pl_cell_sites *x = cell->index;
+    if (!x || !x->coh)
+        return;
+    uint32_t quantum = cell->quantum ? cell->quantum : PL_CELL_QUANTUM;
+    pthread_mutex_lock(&x->lock);
+    uint64_t limit[PL_COH_MAX_CORES];
+    for (int t = 0; t < x->nthreads; t++)
+        limit[t] = force ? __atomic_load_n(&x->stream[t].appended, __ATOMIC_ACQUIRE) : UINT64_MAX;
+    for (int idle = 0; idle < x->active;) {
+        int t = x->order[x->turn];
+        struct pl_cell_rec r;
+        if (x->used < quantum) {
+            /* ended first: a record published before the end is then taken below */
+            int ended = force || __atomic_load_n(&x->ended[t], __ATOMIC_ACQUIRE);
+            if (take(x, &x->stream[t], limit[t], &r)) {
+                replay_record(cell, t, &r);
+                x->used += (uintptr_t)(r.site >> 16) != SPAWN_SITE;
+                continue;
+            }
+            if (!ended)
+                break; /* its next records are not recorded yet */
+        }
+        idle = x->used ? 0 : idle + 1; /* a whole round of empty turns: all is replayed */
+        x->turn = (x->turn + 1) % x->active;
+        x->used = 0;
+    }
+    charge(x, NULL); /* main()'s own charging starts from the counts as they stand */
+    pthread_mutex_unlock(&x->lock);
+}
+
+/* pthread_create by a thread of the cell: the new thread's number, or 0 where it is not
+ * simulated (PL_THREADS_MAIN, no simulator, a model that cannot take another core). */
+static int cell_spawned(void *ctx)
+{
+    struct pl_cell *cell = ctx;
+    struct pl_cell_sites *x = cell->index;
+    if (!x || cell->threads_model != PL_THREADS_CORES || my_number < 0)
+        return 0;
+    if (my_number == 0)
+        drain(cell); /* main()'s accesses until now, before the thread exists */
+    pthread_mutex_lock(&x->lock);
+    if (!x->coh && pl_coh_create(x->sim, cell->config, &x->coh) == 0) {
+        x->nthreads = x->active = 1; /* main()'s stream: 0 */
+        x->order[0] = 0;
+    }
+    int number = x->coh ? pl_coh_add_core(x->coh) : 0;
+    number = number > 0 ? number : 0;
+    if (number)
+        x->nthreads = number + 1;
+    pthread_mutex_unlock(&x->lock);
+    if (number) /* the thread joins the turns where its spawn is in its parent's stream */
+        append(cell, my_number, (uint64_t)number, SPAWN_SITE);
+    return number;
+}
+
+static void cell_started(void *ctx, int number)
+{
+    (void)ctx;
+    my_number = number;
+}
+
+static void cell_finished(void *ctx)
+{
+    struct pl_cell *cell = ctx;
+    __atomic_store_n(&cell->index->ended[my_number], 1, __ATOMIC_RELEASE);
+}
+
+/* The counts of all cores, in place of main()'s core's alone, once there are several. */
+static void take_snapshot(struct pl_cell *cell, struct pl_region *r, struct pl_snapshot *snap)
+{
+    struct pl_cell_sites *x = cell->index;
+    if (!x || !x->coh)
+        return;
+    int rc = pl_coh_stats(x->coh, &snap->sim);
+    if (rc && !r->err)
+        r->err = rc;
+}
+
 /* An access that came without the buffer: PL_LOAD/PL_STORE, an access wider than a record, or
- * one by another thread (counted, not simulated). */
+ * one by another thread (recorded in its stream when it is simulated, else counted). */
 static void cell_touch(void *ctx, uint64_t addr, uint64_t size, int is_write, const void *pc)
 {
     struct pl_cell *cell = ctx;
     struct pl_cell_sites *x = cell->index;
     if (!x) /* no simulator: nothing to feed */
         return;
+    if (x->coh && my_number >= 0) { /* threads: recorded, to be interleaved */
+        if (my_number == 0)
+            drain(cell);
+        record(cell, my_number, addr, size, is_write, (uintptr_t)pc);
+        return;
+    }
     if (__builtin_thread_pointer() != x->thread) {
         __atomic_fetch_add(&cell->other_threads, 1, __ATOMIC_RELAXED);
         return;
@@ -282,6 +591,7 @@ static int sites_init(struct pl_cell *cell, void *handle, struct pl_cell_hooks *
     cell->sites[OUTSIDE].offset = NO_OFFSET;
     x->thread = __builtin_thread_pointer();
     x->counting = 1;
+    pthread_mutex_init(&x->lock, NULL);
     x->hooks = hooks;
     struct link_map *map;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0) {
@@ -315,13 +625,23 @@ static int sites_init(struct pl_cell *cell, void *handle, struct pl_cell_hooks *
 
 void pl_cell_release(struct pl_cell *cell)
 {
-    if (cell->index) {
-        free(cell->index->slot);
-        free(cell->index->buffer);
-    }
-    free(cell->index);
-    free(cell->sites);
+    struct pl_cell_sites *x = cell->index;
+    int running = 0; /* a thread that outlived main() may still append to its stream */
+    for (int t = 1; x && t < x->nthreads; t++)
+        running |= !__atomic_load_n(&x->ended[t], __ATOMIC_ACQUIRE);
     cell->index = NULL;
+    if (x && !running) { /* else left to the worker's exit, which comes soon */
+        free(x->slot);
+        free(x->buffer);
+        for (int t = 0; t < x->nthreads; t++) {
+            free(x->slots[t]);
+            for (struct block *b = x->stream[t].head, *next; b; b = next)
+                next = b->next, free(b);
+        }
+        pl_coh_destroy(x->coh);
+        free(x);
+    }
+    free(cell->sites);
     cell->sites = NULL;
     cell->nsites = 0;
 }
@@ -351,6 +671,9 @@ int pl_cell_run(const char *path, struct pl_cell *cell)
     hooks->access = cell_access;
     hooks->touch = cell_touch;
     hooks->exit = cell_exit;
+    hooks->spawned = cell_spawned;
+    hooks->started = cell_started;
+    hooks->finished = cell_finished;
     hooks->ctx = cell;
     if (cell->index && cell->index->buffer) {
         hooks->flush = cell_flush;
@@ -363,12 +686,16 @@ int pl_cell_run(const char *path, struct pl_cell *cell)
     char name[] = "cell";
     char *argv[] = {name, NULL};
     main_thread = __builtin_thread_pointer();
+    my_number = 0;
     pl_region_begin(&cell->whole);
     if (setjmp(main_over) == 0)
         cell->status = cell_main(1, argv);
     hooks->exit = NULL; /* an exit() from an atexit handler, later, is the real one */
     drain(cell);
+    replay(cell, 1);
     pl_region_end(&cell->whole);
+    take_snapshot(cell, &cell->whole, &cell->whole.end);
+    cell->threads = cell->index && cell->index->coh ? (uint32_t)cell->index->nthreads : 1;
     fflush(stdout);
     /* not dlclose()d: the cell may have registered atexit handlers; the worker exits soon */
     return 0;

@@ -20,7 +20,20 @@ struct pl_cell_site {
     uint64_t llc_read_misses, llc_write_misses; /* the last level, when there are two or more */
     uint64_t tlb_misses;                        /* the DTLB's */
     uint64_t compulsory, capacity, conflict;    /* of the L1 misses, where they are classified */
+    uint64_t coherence; /* of the L1 misses: lines another thread's write invalidated */
+    uint32_t thread;    /* whose accesses: 0 main()'s, then the threads in creation order */
 };
+
+/* How the cell's threads are simulated (pl_cell.threads_model). */
+#define PL_THREADS_MAIN 0  /* main()'s thread on one core; the others' accesses only counted */
+#define PL_THREADS_CORES 1 /* every thread on a core of its own (pl_coherence.h), interleaved */
+/* Accesses per thread per turn of the interleaving, by default: about what a core retires
+ * between two coherence events of a contended line, small enough that two threads' loops
+ * overlap many times over. */
+#define PL_CELL_QUANTUM 100
+/* Accesses recorded and not yet interleaved, at most (16 bytes each: 256 MiB); beyond it an
+ * access is counted in pl_cell.unrecorded and not simulated. */
+#define PL_CELL_RECORDED_MAX (16u << 20)
 
 struct pl_cell_sites; /* the index from code address to site, private to csrc/cell.c */
 
@@ -35,6 +48,13 @@ struct pl_cell {
     struct pl_cell_site *sites;
     uint32_t nsites;
     uint64_t other_threads; /* accesses by threads other than main()'s, not simulated */
+    /* Set by the caller: PL_THREADS_*, the quantum (accesses per turn), and the simulator's
+     * configuration, which the other threads' cores are made with. */
+    int threads_model;
+    uint32_t quantum;
+    const struct pl_sim_config *config;
+    uint32_t threads;    /* threads simulated, main()'s included */
+    uint64_t unrecorded; /* accesses beyond PL_CELL_RECORDED_MAX, not simulated */
     struct pl_cell_sites *index;
     char error[PL_CELL_ERROR_LEN];
 };

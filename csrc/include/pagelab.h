@@ -13,6 +13,7 @@
 #include "perf/pl_sampling.h"
 #include "proc/pl_spawn.h"
 #include "proc/pl_worker.h"
+#include "sim/pl_coherence.h"
 #include "sim/pl_cpuid.h"
 #include "sim/pl_reclaim.h"
 #include "sim/pl_sim.h"

@@ -63,6 +63,7 @@ struct pl_sim_counts {
     uint64_t compulsory;
     uint64_t capacity;
     uint64_t conflict;
+    uint64_t coherence;
 };
 struct pl_sim_stats {
     struct pl_sim_counts level[...];
@@ -112,7 +113,13 @@ struct pl_cell_site {
     uint64_t llc_read_misses, llc_write_misses;
     uint64_t tlb_misses;
     uint64_t compulsory, capacity, conflict;
+    uint64_t coherence;
+    uint32_t thread;
 };
+#define PL_THREADS_MAIN ...
+#define PL_THREADS_CORES ...
+#define PL_CELL_QUANTUM ...
+#define PL_CELL_RECORDED_MAX ...
 struct pl_cell {
     struct pl_region region;
     struct pl_region whole;
@@ -123,6 +130,11 @@ struct pl_cell {
     struct pl_cell_site *sites;
     uint32_t nsites;
     uint64_t other_threads;
+    int threads_model;
+    uint32_t quantum;
+    const struct pl_sim_config *config;
+    uint32_t threads;
+    uint64_t unrecorded;
     char error[...];
     ...;
 };
@@ -372,6 +384,21 @@ void pl_sim_reset(struct pl_sim *sim);
 int pl_sim_stats(const struct pl_sim *sim, struct pl_sim_stats *out);
 int pl_sim_set_of(uint64_t sets, const uint64_t *line, size_t n, uint64_t *out);
 const struct pl_sim_counts *pl_sim_counts_live(const struct pl_sim *sim, int tlb, int i);
+
+/* pl_coherence.h: cores with private levels over a shared one, MESI between them */
+#define PL_COH_MAX_CORES ...
+struct pl_coh;
+struct pl_coh_counts {
+    uint64_t invalidations;
+    uint64_t downgrades;
+};
+int pl_coh_create(struct pl_sim *first, const struct pl_sim_config *cfg, struct pl_coh **out);
+void pl_coh_destroy(struct pl_coh *m);
+int pl_coh_add_core(struct pl_coh *m);
+void pl_coh_access(struct pl_coh *m, int c, uint64_t addr, uint32_t size, int is_write);
+int pl_coh_core_stats(const struct pl_coh *m, int c, struct pl_sim_stats *out,
+                      struct pl_coh_counts *protocol);
+int pl_coh_stats(const struct pl_coh *m, struct pl_sim_stats *out);
 int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
 void pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
 void pl_sim_access_run(struct pl_sim *sim, uint64_t addr, uint64_t stride, uint64_t count,

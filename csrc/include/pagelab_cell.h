@@ -34,6 +34,8 @@ struct pl_cell_rec {
     uint64_t addr, site;
 };
 #define PL_CELL_REC_MAX 0x7fff /* the widest access a record holds, in bytes */
+/* Threads pagelab numbers at most, main()'s included: the cores of its model (pl_coherence.h). */
+#define PL_CELL_THREADS 64
 
 struct pl_cell_hooks {
     void (*begin)(void *ctx);
@@ -45,6 +47,12 @@ struct pl_cell_hooks {
     struct pl_cell_rec *next, *last;     /* the buffer's free part; both NULL without one */
     void *thread;                        /* main()'s thread pointer: only it appends records */
     void *ctx;
+    /* Threads (the instrumented build wraps pthread_create): spawned() is called by the
+     * creating thread and returns the new thread's number, or 0 when threads are not simulated;
+     * a numbered thread calls started() first and finished() when its start routine returns. */
+    int (*spawned)(void *ctx);
+    void (*started)(void *ctx, int number);
+    void (*finished)(void *ctx);
 };
 
 #ifndef PL_CELL_RUNNER /* the cell's side; the runner (csrc/cell.c) only needs the layout */

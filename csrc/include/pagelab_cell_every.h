@@ -16,10 +16,13 @@
  * accesses and do nothing. The C library's memory functions the cell calls are wrapped
  * (-Wl,--wrap, and -fno-builtin so that the compiler neither expands them inline nor hides a loop
  * in them): their bytes are simulated as the cell's accesses, in PL_CELL_CHUNK-byte pieces. Memory
- * touched by other library calls is not seen; pagelab names those calls beside the results. */
+ * touched by other library calls is not seen; pagelab names those calls beside the results.
+ * pthread_create is wrapped too: the real one runs, and a thread pagelab simulates starts in
+ * pl_started, which tells pagelab its number before and after the start routine runs. */
 #ifndef PAGELAB_CELL_EVERY_H
 #define PAGELAB_CELL_EVERY_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -310,6 +313,34 @@ PL_HOOK int __wrap_strcmp(const char *a, const char *b)
     pl_pieces(PL_HERE, a, NULL, k);
     pl_pieces(PL_HERE, b, NULL, k);
     return __real_strcmp(a, b);
+}
+
+/* Threads: the real pthread_create, with a start routine that numbers the thread first. */
+int __real_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+struct pl_start {
+    void *(*fn)(void *);
+    void *arg;
+};
+/* per thread number, written before the real pthread_create, read by the thread it starts */
+static struct pl_start pl_starts[PL_CELL_THREADS];
+PL_HELPER void *pl_started(void *p)
+{
+    int number = (int)(intptr_t)p;
+    pl_cell_hooks.started(pl_cell_hooks.ctx, number);
+    void *r = pl_starts[number].fn(pl_starts[number].arg);
+    pl_cell_hooks.finished(pl_cell_hooks.ctx);
+    return r;
+}
+PL_HOOK int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                                  void *arg);
+PL_HOOK int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                                  void *arg)
+{
+    int number = pl_cell_hooks.spawned ? pl_cell_hooks.spawned(pl_cell_hooks.ctx) : 0;
+    if (number <= 0 || number >= PL_CELL_THREADS)
+        return __real_pthread_create(t, attr, fn, arg);
+    pl_starts[number] = (struct pl_start){fn, arg};
+    return __real_pthread_create(t, attr, pl_started, (void *)(intptr_t)number);
 }
 
 #endif

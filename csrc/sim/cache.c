@@ -234,6 +234,44 @@ void pl_cache_reset(struct pl_cache *c)
     memset(&c->n, 0, sizeof c->n);
 }
 
+/* The valid slots of a set stay a prefix: the set's last valid line moves into the hole, and
+ * in an order word the dropped way's nibble goes and the moved way takes its number. */
+int pl_cache_invalidate(struct pl_cache *c, uint64_t line)
+{
+    if (!c->tag || c->fa)
+        return -EINVAL;
+    uint64_t set = pl_cache_set(c, line), base = set * c->ways;
+    int found = line == PL_NO_LINE ? -1 : pl_cache_find(c, base, line);
+    if (found < 0)
+        return 0;
+    uint32_t w = (uint32_t)found, last = c->fill[set] - 1;
+    if (c->ordered) {
+        uint64_t o = c->word[set], kept = 0;
+        for (uint32_t i = 0, j = 0; i <= last; i++) {
+            uint64_t way = o >> 4 * i & 15;
+            if (way == w)
+                continue;
+            kept |= (way == last ? w : way) << 4 * j++;
+        }
+        c->word[set] = kept;
+    }
+    uint64_t to = base + w, from = base + last;
+    c->tag[to] = c->tag[from];
+    c->fp[to] = c->fp[from];
+    c->dirty[to] = c->dirty[from];
+    if (c->stamp)
+        c->stamp[to] = c->stamp[from];
+    if (c->when)
+        c->when[to] = c->when[from];
+    c->tag[from] = PL_NO_LINE;
+    c->fp[from] = 0;
+    c->dirty[from] = 0;
+    c->fill[set] = last;
+    c->mru_valid = 0;
+    c->mru_line = PL_NO_LINE;
+    return 1;
+}
+
 int pl_cache_error(const struct pl_cache *c)
 {
     if (c->err)

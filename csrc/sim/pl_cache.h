@@ -117,6 +117,9 @@ void pl_cache_classify(struct pl_cache *c, uint64_t line, uint32_t *when, int ev
                        uint64_t victim, uint32_t vwhen);
 /* pl_cache_access for any level that is not masked. */
 int pl_cache_access_other(struct pl_cache *c, uint64_t line, int is_write, uint8_t **dirty);
+/* Line leaves the level (coherence): 1 if it was there, 0 if not, -EINVAL for a lazy level or a
+ * wide LRU list, which cannot drop one line. */
+int pl_cache_invalidate(struct pl_cache *c, uint64_t line);
 /* Every stamp of the level and its shadow renumbered (pl_shadow_full). */
 void pl_cache_renumber(struct pl_cache *c);
 

@@ -104,6 +104,9 @@ struct pl_sim_counts {
     uint64_t capacity;   /* not first touch, and a fully associative LRU cache of the same
                             capacity would have missed too */
     uint64_t conflict;   /* not first touch, but that fully associative cache would have hit */
+    uint64_t coherence;  /* of the first level's misses, those of a line this core held until
+                            another core's write invalidated it (pl_coherence.h); taken out of
+                            the class the classification gave the miss */
 };
 
 struct pl_sim_stats {
@@ -153,6 +156,18 @@ const struct pl_sim_counts *pl_sim_counts_live(const struct pl_sim *sim, int tlb
 /* out[i] = line[i] mod sets, computed as the model computes set numbers; for tests. 0, or
  * -EINVAL for no sets. */
 int pl_sim_set_of(uint64_t sets, const uint64_t *line, size_t n, uint64_t *out);
+
+/* For the multi-core model (pl_coherence.h). The line at addr leaves cache levels [0, levels)
+ * of sim (another core's write invalidated it); the fast path forgets it. Returns bit i set
+ * where level i held it, or -EINVAL where a level cannot drop one line (a lazy level, or one
+ * fully associative set under LRU wider than a scanned set). */
+int pl_sim_invalidate(struct pl_sim *sim, uint64_t addr, int levels);
+/* Level i and those below it get the line-aligned block [base, base + 2^span) that a level
+ * above missed, as in pl_sim_access (no TLB lookup): another core's miss in the shared level. */
+void pl_sim_fetch(struct pl_sim *sim, int i, uint64_t base, unsigned span, int is_write);
+/* The first level's miss just counted was a coherence miss: it moves from the class it was
+ * given (the first level's counts stood at *before) to coherence. */
+void pl_sim_coherence_miss(struct pl_sim *sim, const struct pl_sim_counts *before);
 
 /* The full model for one access; returns the first level's outcome for its last line
  * (PL_SIM_HIT, PL_SIM_EVICT bits). Always correct, also when the fast path would apply. */

@@ -294,6 +294,38 @@ static __attribute__((noinline)) void fetch(struct pl_sim_core *k, int i, uint64
     }
 }
 
+int pl_sim_invalidate(struct pl_sim *sim, uint64_t addr, int levels)
+{
+    struct pl_sim_core *k = sim->core;
+    int held = 0;
+    for (int i = 0; i < levels && i < k->nlevels; i++) {
+        int rc = pl_cache_invalidate(&k->level[i], addr >> k->level[i].shift);
+        if (rc < 0)
+            return rc;
+        held |= rc << i;
+    }
+    sim->limit = 0;
+    return held;
+}
+
+void pl_sim_fetch(struct pl_sim *sim, int i, uint64_t base, unsigned span, int is_write)
+{
+    if (i < sim->core->nlevels)
+        fetch(sim->core, i, base >> span << span, span, is_write != 0);
+}
+
+void pl_sim_coherence_miss(struct pl_sim *sim, const struct pl_sim_counts *before)
+{
+    struct pl_sim_counts *n = &sim->core->level[0].n;
+    if (n->conflict > before->conflict)
+        n->conflict--;
+    else if (n->capacity > before->capacity)
+        n->capacity--;
+    else if (n->compulsory > before->compulsory)
+        n->compulsory--;
+    n->coherence++;
+}
+
 /* The DTLB lookups of the pages [first, last], and the STLB's of the DTLB's misses. */
 static __attribute__((noinline)) void translate(struct pl_sim_core *k, uint64_t first,
                                                 uint64_t last, int is_write)

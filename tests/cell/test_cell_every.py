@@ -226,8 +226,9 @@ def test_an_unsupported_construct_is_named_in_one_line():
     assert "__tsan_acquire" in str(e.value)
 
 
-def test_other_threads_are_counted_but_not_simulated():
-    """Accesses from a thread main() starts are left out of the one-core model, and said."""
+def test_other_threads_are_counted_but_not_simulated_under_the_main_model():
+    """With --threads-model main, accesses from a thread main() starts are left out of the
+    one-core model, and said."""
     src = r"""#include <pthread.h>
 static int a[1000];
 static void *work(void *arg) { for (int i = 0; i < 1000; i++) a[i] = i; return arg; }
@@ -239,7 +240,7 @@ int main(void)
     return a[3] == 3 ? 0 : 1;
 }
 """
-    _, lines, run = _cell.simulate_c(src, config=L1)
+    _, lines, run = _cell.simulate_c(src, config=L1, threads_model="main")
     assert run["status"] == 0
     assert lines.lines.get(3) is None
     assert any("other threads" in n and "not simulated" in n for n in lines.notes)

@@ -14,7 +14,7 @@ from ..counters.group import CounterGroup
 from ..counters.reasons import Facts
 from ..native import worker as _worker
 from ..native.workloads import region_metrics
-from ..sim.config import SimConfig
+from ..sim.config import SimConfig, to_native
 from ..sim.lines import COUNTS
 from ..sim.simulator import Simulator
 from .build import SOURCE_FILE
@@ -23,13 +23,14 @@ OUTPUT_LIMIT = 1 << 20  # bytes of printf output kept per run (the rest is read 
 FILE_LIMIT = 1 << 30  # bytes a file the cell writes may reach (scratch may be RAM: tmpfs)
 
 
-def execute(path, events=None, sim=None, name="cell"):
+def execute(path, events=None, sim=None, name="cell", threads=("main", 0)):
     """Run a built cell's main() in this (worker) process. ``events`` are counted on this
     process (inherited by the cell's threads); ``sim`` (a SimConfig.to_dict(), checked in the
     parent) attaches the simulator instead, and the accesses come back per line of ``name``
-    too."""
+    too. ``threads``: how the simulator sees the cell's threads, (model, quantum) as
+    run.parse_threads_model returns it."""
     cell = ffi.new("struct pl_cell *")
-    group = simulator = None
+    group = simulator = native_config = None
     if sim is None:
         group = CounterGroup(events, inherit=True)
         group.enable()
@@ -37,6 +38,10 @@ def execute(path, events=None, sim=None, name="cell"):
     else:
         simulator = Simulator(SimConfig.from_dict(sim))
         cell.region.sim = simulator._sim
+        model, cell.quantum = threads
+        cell.threads_model = lib.PL_THREADS_CORES if model == "cores" else lib.PL_THREADS_MAIN
+        native_config = to_native(simulator.config)  # alive as long as the cell
+        cell.config = native_config
 
     def run_main():
         rc = lib.pl_cell_run(str(path).encode(), cell)
@@ -50,6 +55,11 @@ def execute(path, events=None, sim=None, name="cell"):
     region = cell.region if used else cell.whole
     status = group.status if group else []
     metrics = region_metrics(status, region, Facts.read() if group else None, simulator)
+    if simulator is not None and cell.threads > 1:
+        metrics["L1 coherence misses"] = {
+            "value": region.end.sim.level[0].coherence - region.begin.sim.level[0].coherence,
+            "source": "sim",
+        }
     if group:
         group.close()
     notes = []
@@ -89,12 +99,14 @@ def _per_line(cell, path, name, config):
     sites = [cell.sites[i] for i in range(cell.nsites)]
     counted = [s for s in sites if s.reads or s.writes]
     where = _addr2line(path, [s.offset for s in counted if s.offset != _NO_OFFSET], name)
-    lines, outside = {}, [0] * len(COUNTS)
+    lines, outside, threads = {}, [0] * len(COUNTS), {}
     for s in counted:
         line = where.get(s.offset)
         row = lines.setdefault(line, [0] * len(COUNTS)) if line else outside
+        mine = threads.setdefault(line or 0, {}).setdefault(s.thread, [0] * len(COUNTS))
         for i, n in enumerate(COUNTS):
             row[i] += getattr(s, n)
+            mine[i] += getattr(s, n)
     levels = []
     if len(config.levels) > 1:
         levels.append("llc")
@@ -102,11 +114,18 @@ def _per_line(cell, path, name, config):
         levels.append("tlb")
     if config.classify and config.levels:
         levels.append("classes")
+    several = cell.threads > 1
+    if several and config.levels:
+        levels.append("coherence")
     return {
         "lines": lines,
         "outside": outside,
         "levels": levels,
         "other_threads": cell.other_threads,
+        "threads": cell.threads,
+        # per line (0: outside), per thread: only when threads were simulated
+        "per_thread": threads if several else {},
+        "unrecorded": cell.unrecorded,
     }
 
 

@@ -4,6 +4,7 @@ parent, before any worker starts; then its builds run, each in a worker of its o
 import re
 import signal
 
+from .._native import lib
 from ..core.errors import BadInput
 from ..core.reading import Reading
 from ..counters import events as _events
@@ -24,6 +25,28 @@ CELL_EVENTS = (
 )
 DEFAULT_TIMEOUT = 10.0  # s per run: student loops are short; an endless one is stopped here
 DEFAULT_MEMORY = 1 << 30  # bytes of address space a cell may use beyond the interpreter's
+# the largest quantum of the interleaving: beyond it, a thread's whole loop runs in one turn
+QUANTUM_MAX = 1_000_000
+
+
+def parse_threads_model(value=None):
+    """How the simulated run sees the cell's threads, as (model, quantum), from a value of
+    --threads-model: "cores" (the default: every thread on a core of its own, the threads'
+    accesses interleaved PL_CELL_QUANTUM at a turn), "cores:N" (N accesses a turn), or "main"
+    (main()'s thread alone on one core; the others' accesses counted, not simulated)."""
+    text = "cores" if value is None else value
+    name, _, quantum = text.partition(":") if isinstance(text, str) else ("", "", "")
+    if text == "main":
+        return "main", 0
+    if text == "cores":
+        return "cores", lib.PL_CELL_QUANTUM
+    if name == "cores" and re.fullmatch("[0-9]{1,7}", quantum) and 1 <= int(quantum) <= QUANTUM_MAX:
+        return "cores", int(quantum)
+    raise BadInput(
+        f"unknown threads model {value!r}: use cores (every thread on a core of its own, "
+        f"{lib.PL_CELL_QUANTUM} accesses a turn), cores:N (N accesses a turn, 1 to "
+        f"{QUANTUM_MAX:,}) or main (main()'s thread alone; the others' accesses are counted)"
+    )
 
 
 def run_c(
@@ -36,17 +59,21 @@ def run_c(
     memory=DEFAULT_MEMORY,
     force=False,
     name="cell",
+    threads_model=None,
 ):
     """Compile ``source`` (C with pagelab_cell.h) and run it measured and, unless ``sim`` is
     False, simulated: ``sim`` True picks the mode from the source (sim_mode), or names it
-    ("every", "marked"). ``config``: the simulator's geometry (None: this machine's; a dict as
-    Simulator takes), checked before anything runs: a refused one leaves the measured run and
-    says why there is no simulated one. ``force`` rebuilds a cached build. Compiler errors
-    raise BadInput with the compiler's messages (cell line numbers); a crash, a timeout or a
-    hog raise the worker's one-line error for the measured run, and become the simulated
-    column's reason for the simulated one.
+    ("every", "marked"). ``threads_model``: how the simulated run sees threads
+    (parse_threads_model says which values; None is "cores"). ``config``: the simulator's
+    geometry (None: this machine's; a dict as Simulator takes), checked before anything
+    runs: a refused one leaves the measured run and says why there is no simulated one.
+    ``force`` rebuilds a cached build. Compiler errors raise BadInput with the compiler's
+    messages (cell line numbers); a crash, a timeout or a hog raise the worker's one-line
+    error for the measured run, and become the simulated column's reason for the simulated
+    one.
     The result's ``lines`` holds the simulated counts line by line."""
     mode = _check(source, sim, name)
+    threads = parse_threads_model(threads_model)
     events = [e.name for e in _events.events(events or CELL_EVENTS)]  # bad names fail first
     spec = refused = None
     if mode is not None:
@@ -65,7 +92,9 @@ def run_c(
         result.simulated_reason = refused
         return result
     try:
-        result.simulated, result.lines, _ = _simulate(source, name, builds, spec, timeout, memory)
+        result.simulated, result.lines, _ = _simulate(
+            source, name, builds, spec, timeout, memory, threads
+        )
     except (_worker.WorkerError, BadInput) as e:
         # the measured run stands; the simulated column says why it is empty
         result.simulated_reason = f"not run: {e}"
@@ -81,23 +110,26 @@ def simulate_c(
     memory=DEFAULT_MEMORY,
     force=False,
     name="cell",
+    threads_model=None,
 ):
     """Only the simulated run of ``run_c``: (the simulated readings, the LineView, the run's
     record: label, status, stdout, notes, builds). What `pagelab sim c FILE.c` shows."""
     mode = _check(source, sim, name)
+    threads = parse_threads_model(threads_model)
     if mode is None:
         raise BadInput(f"simulate_c runs the simulated build: sim is True or one of {MODES}")
     spec = make_config(config).to_dict()  # checked before anything is built
     builds = cached_build(source, mode, force, name)
-    return _simulate(source, name, builds, spec, timeout, memory)
+    return _simulate(source, name, builds, spec, timeout, memory, threads)
 
 
-def _simulate(source, name, builds, spec, timeout, memory):
-    """The simulated build run with ``spec`` (a checked SimConfig.to_dict()): (its readings,
-    its LineView, the run's record, with the builds' description)."""
-    simulated = _execute(builds["sim"], None, spec, timeout, memory, name)
+def _simulate(source, name, builds, spec, timeout, memory, threads):
+    """The simulated build run with ``spec`` (a checked SimConfig.to_dict()) and ``threads``
+    (parse_threads_model's): (its readings, its LineView, the run's record, with the builds'
+    description)."""
+    simulated = _execute(builds["sim"], None, spec, timeout, memory, name, threads)
     simulated["builds"] = describe(builds)
-    return _sim_readings(simulated), _lines(source, name, simulated, builds), simulated
+    return _sim_readings(simulated), _lines(source, name, simulated, builds, threads), simulated
 
 
 def _check(source, sim, name):
@@ -117,7 +149,7 @@ def _sim_readings(raw):
     return [Reading.from_dict(n, d) for n, d in raw["metrics"].items() if d["source"] == "sim"]
 
 
-def _lines(source, name, raw, builds):
+def _lines(source, name, raw, builds, threads):
     """The LineView of a simulated run, with what it did not see."""
     lines = {}
     for no, counts in raw["lines"].items():
@@ -129,10 +161,31 @@ def _lines(source, name, raw, builds):
             + ", ".join(builds["unseen"])
         )
     if raw["other_threads"]:
+        why = (
+            "(--threads-model main: the model is one core's caches)"
+            if threads[0] == "main"
+            else "(beyond what the cores model takes: docs/simulator.md, Threads)"
+        )
         notes.append(
             f"{raw['other_threads']:,} accesses by other threads than main()'s were not "
-            "simulated (the model is one core's caches)"
+            f"simulated {why}"
         )
+    if raw["threads"] > 1:
+        notes.append(
+            f"{raw['threads']} threads simulated, each on a core of its own (its own caches above "
+            "the last level, which is shared, and its own DTLB; MESI coherence), their accesses "
+            f"interleaved {threads[1]} at a turn in the order the threads were created "
+            "(docs/simulator.md)"
+        )
+    if raw["unrecorded"]:
+        notes.append(
+            f"{raw['unrecorded']:,} accesses were not simulated: more than "
+            f"{lib.PL_CELL_RECORDED_MAX:,} were waiting to be interleaved"
+        )
+    per_thread = {
+        int(no): {int(t): LineCounts(*c) for t, c in by.items()}
+        for no, by in raw["per_thread"].items()
+    }
     return LineView(
         name,
         source,
@@ -140,13 +193,14 @@ def _lines(source, name, raw, builds):
         LineCounts(*raw["outside"]),
         tuple(raw["levels"]),
         notes,
+        per_thread,
     )
 
 
-def _execute(path, events, sim, timeout, memory, name="cell"):
+def _execute(path, events, sim, timeout, memory, name="cell", threads=("main", 0)):
     """One run of a built cell in a worker; its failures say what most likely happened."""
     what = "simulated C cell" if sim is not None else "C cell"
-    args = {"path": path, "events": events, "sim": sim, "name": name}
+    args = {"path": path, "events": events, "sim": sim, "name": name, "threads": list(threads)}
     try:
         return _worker.call(
             "pagelab.cell.execute:execute", args, timeout=timeout, address_space=memory, what=what

@@ -209,7 +209,7 @@ SOURCE_LIMIT = 1 << 20  # a C file to simulate is source code, not data
 def _sim_c(args):
     from ..cell.build import sim_mode
     from ..cell.result import ending
-    from ..cell.run import simulate_c
+    from ..cell.run import parse_threads_model, simulate_c
     from ..sim.config import make_config
     from ..sim.report import MODEL
 
@@ -223,6 +223,7 @@ def _sim_c(args):
         raise BadInput(f"cannot read {args.file}: {e}") from None
     if args.timeout <= 0:
         raise BadInput("--timeout must be positive")
+    threads = parse_threads_model(args.threads_model)  # a bad value fails before anything runs
     spec = _sim_spec(args)
     config = make_config(spec)  # the machine read once; a bad geometry fails before any build
     name = os.path.basename(args.file)
@@ -233,6 +234,7 @@ def _sim_c(args):
         timeout=args.timeout,
         force=args.force,
         name=name if re.fullmatch(r"[\w.+-]+", name) else "program.c",
+        threads_model=args.threads_model,
     )
     if args.json:
         _print_json(
@@ -244,6 +246,7 @@ def _sim_c(args):
                     "mode": args.sim or sim_mode(source),
                     "config": config.to_dict(),
                     "model": MODEL,
+                    "threads_model": {"model": threads[0], "quantum": threads[1]},
                 },
                 "measurements": [
                     {"label": run["label"], "metrics": {r.name: r.to_dict() for r in readings}}
@@ -395,8 +398,8 @@ def _parser():
         help="compile a C program and simulate its every load and store, misses per line",
         usage="pagelab sim c FILE.c [--sim every|marked] [--config FILE] [--l1 SIZE:WAYS:LINE] "
         "[--l2 ...] [--llc ...] [--tlb ENTRIES:WAYS] [--stlb ...] [--page 4k|2m] "
-        "[--policy lru|fifo|random|plru] [--seed N] [--no-classify] [--force] [--timeout S] "
-        "[--json]",
+        "[--policy lru|fifo|random|plru] [--seed N] [--no-classify] "
+        "[--threads-model cores|cores:N|main] [--force] [--timeout S] [--json]",
         description="Compiles FILE.c (a program with main(); pagelab_cell.h is included for "
         "you) -O2 -g with the compiler's instrumentation, runs it in a worker with every load "
         "and store fed to the simulator, and prints the counts with the source, line by line.",
@@ -408,6 +411,12 @@ def _parser():
         help="every load and store, or only PL_LOAD/PL_STORE (default: marked when it has them)",
     )
     _model_options(c)
+    c.add_argument(
+        "--threads-model",
+        help="cores (default): every thread on a core of its own with MESI coherence, "
+        "interleaved a fixed number of accesses a turn; cores:N: N a turn; "
+        "main: main()'s thread only",
+    )
     c.add_argument("--force", action="store_true", help="compile again even if cached")
     c.add_argument("--timeout", type=float, default=60.0, help="seconds the run may take")
     c.add_argument("--json", action="store_true", help="one JSON document on stdout")

@@ -2,7 +2,8 @@
 
 - ``%%counters [-e EVENTS] [--live] [-o]``: count events around one cell (this kernel's main
   thread; rusage for the whole process), stating the measurement's own overhead.
-- ``%%c [-e EVENTS] [--timeout S] [--mem MIB] [--sim every|marked] [--no-sim] [--force] [-o]``:
+- ``%%c [-e EVENTS] [--timeout S] [--mem MIB] [--sim every|marked] [--no-sim]
+  [--threads-model cores|cores:N|main] [--force] [-o]``:
   the cell is C; compile it -O2 and run it in a worker, measured and simulated side by side, and
   show the simulated misses line by line (see pagelab.cell).
 - ``%maps [PID]``: a process's memory map (default: this kernel) as a table and a figure.
@@ -83,6 +84,11 @@ class PagelabMagics(Magics):
         "the cell uses them)",
     )
     @argument("--no-sim", action="store_true", help="skip the simulated run")
+    @argument(
+        "--threads-model",
+        help="cores (default): every thread on a core of its own; cores:N: N accesses a turn; "
+        "main: main()'s thread only",
+    )
     @argument("--force", action="store_true", help="compile again even if the cell is cached")
     @argument("-o", "--output", action="store_true", help="return the CellResult")
     @cell_magic
@@ -112,6 +118,7 @@ class PagelabMagics(Magics):
                 timeout=args.timeout,
                 memory=args.mem << 20,
                 force=args.force,
+                threads_model=args.threads_model,
             )
         except Interrupted as e:
             return _fail(str(e))

@@ -22,6 +22,7 @@ COUNTS = (
     "compulsory",
     "capacity",
     "conflict",
+    "coherence",
 )
 HOTTEST = 3  # lines marked as the hottest (by L1 misses)
 BAR = 10  # characters of the text form's heat bar
@@ -42,6 +43,7 @@ class LineCounts:
     compulsory: int = 0
     capacity: int = 0
     conflict: int = 0
+    coherence: int = 0  # misses on a line another thread's write took away (threads simulated)
 
     @property
     def accesses(self):
@@ -77,6 +79,7 @@ class LineView:
     outside: LineCounts = field(default_factory=LineCounts)
     levels: tuple = ("llc", "tlb", "classes")
     notes: list = field(default_factory=list)
+    threads: dict = field(default_factory=dict)
 
     @property
     def totals(self):
@@ -102,7 +105,14 @@ class LineView:
         if "classes" in self.levels:
             cols += [("compulsory", "compulsory"), ("capacity", "capacity")]
             cols.append(("conflict", "conflict"))
+        if "coherence" in self.levels:
+            cols.append(("coherence", "coherence"))
         return cols
+
+    def _thread_rows(self, no):
+        """The per-thread rows under line no, when more than one thread ran it."""
+        by = self.threads.get(no, {})
+        return sorted(by.items()) if len(by) > 1 else []
 
     def __str__(self):
         cols = self._columns()
@@ -114,6 +124,14 @@ class LineView:
             max([len(title), *(len(v[i]) for v in cells.values())])
             for i, (title, _) in enumerate(cols)
         ]
+
+        def thread_lines(no):
+            for t, c in self._thread_rows(no):
+                numbers = "  ".join(
+                    f"{getattr(c, a):,}".rjust(w) for (_, a), w in zip(cols, widths)
+                )
+                yield f"{'':>5}  {numbers}  {'':<{BAR}}    (thread {t})".rstrip()
+
         head = "  ".join(f"{t:>{w}}" for (t, _), w in zip(cols, widths))
         out = [f"{self.name}: simulated counts per line (source: sim); # = share of L1 misses"]
         out.append(f"{'line':>5}  {head}  {'heat':<{BAR}}  source")
@@ -127,6 +145,7 @@ class LineView:
                 bar = _bar(c.l1_misses / top if top else 0)
             mark = f"   <- #{rank[no]}" if no in rank else ""
             out.append(f"{no:>5}  {numbers}  {bar:<{BAR}}  {text}{mark}".rstrip())
+            out.extend(thread_lines(no))
         if self.outside.accesses:
             values = [f"{getattr(self.outside, a):,}" for _, a in cols]
             numbers = "  ".join(f"{v:>{w}}" for v, w in zip(values, widths))
@@ -176,14 +195,20 @@ class LineView:
             d["accesses"] = c.accesses
             return d
 
+        def line(no, c):
+            d = {"line": no, "text": src[no - 1] if no <= len(src) else "", **counts(c)}
+            if "coherence" in self.levels:
+                d["threads"] = [
+                    {"thread": t, **counts(tc)}
+                    for t, tc in sorted(self.threads.get(no, {}).items())
+                ]
+            return d
+
         src = self.source.splitlines()
         return {
             "name": self.name,
             "source": SOURCE,
-            "lines": [
-                {"line": no, "text": src[no - 1] if no <= len(src) else "", **counts(c)}
-                for no, c in sorted(self.lines.items())
-            ],
+            "lines": [line(no, c) for no, c in sorted(self.lines.items())],
             "outside": counts(self.outside),
             "hottest": self.hottest(),
             "notes": list(self.notes),
@@ -197,6 +222,8 @@ def _shown(name, levels):
         return "tlb" in levels
     if name in ("compulsory", "capacity", "conflict"):
         return "classes" in levels
+    if name == "coherence":
+        return "coherence" in levels
     return True
 
 
