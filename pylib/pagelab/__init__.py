@@ -49,6 +49,7 @@ _EXPORTS = {
     ".native.source": ("Source", "source"),
     ".experiments.squeeze": ("sandbox_parent", "squeeze"),
     ".counters.stat": ("stat",),
+    ".counters.callpath": ("CallPaths", "callpaths"),
     ".native.worker": ("Interrupted", "WorkerDied", "WorkerError", "WorkerTimeout"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
