@@ -119,12 +119,15 @@ def callpaths(command, through, timeout=60):
         if not os.path.exists(data) or os.path.getsize(data) == 0:
             why = (err.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
             return CallPaths(command, through, reason=f"perf record failed: {why}")
-        script = subprocess.run(
-            [perf, "script", "-i", data, "-F", "ip,sym,dso"],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        try:
+            script = subprocess.run(
+                [perf, "script", "-i", data, "-F", "ip,sym,dso"],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return CallPaths(command, through, reason=f"perf script ran past {timeout} s")
     samples, kernel, chains = parse_script(script.stdout, through)
     if not kernel:
         reason = _unsampled(env.perf_event_paranoid("/")) if samples else "perf got no samples"
