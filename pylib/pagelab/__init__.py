@@ -28,6 +28,7 @@ _EXPORTS = {
     ".sim.lines": ("LineCounts", "LineView"),
     ".jupyter.live": ("LiveCounters",),
     ".machine.maps": ("parse_maps",),
+    ".machine.threads": ("Thread", "Watch", "watch_threads"),
     ".experiments.classreport": ("ClassReport", "class_report"),
     ".core.reading": ("Reading",),
     ".sim.reclaim": ("RECLAIM_POLICIES", "ReclaimResult", "page_string", "reclaim"),
