@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..core.errors import BadInput
 
 POLL_S = 0.01  # between looks for a waiting thread: each look is a few small /proc reads
+GDB_TRIES = 3  # attaches at most: a thread waits a fraction of the time, gdb stops them all at once
 GDB_S = 30  # gdb's own limit: attaching and reading a few threads' stacks takes about a second
 GDB_THREAD = re.compile(r"^Thread \d+ \(Thread 0x[0-9a-f]+ \(LWP (\d+)\)[^\n]*$", re.M)
 
@@ -99,7 +100,7 @@ class Watch:
     cpu_s: float  # user + system time of the command (rusage)
     voluntary_switches: int  # times a thread blocked (rusage nvcsw)
     seen: list = field(default_factory=list)  # the threads when one waited (or at the last look)
-    backtraces: dict = field(default_factory=dict)  # {tid: gdb's backtrace}
+    backtraces: dict = field(default_factory=dict)  # {tid: gdb's backtrace}, from the last attach
     gdb_reason: str = ""
 
     def waiting(self, wchan):
@@ -111,7 +112,8 @@ class Watch:
 def watch_threads(command, env=None, wait_for="futex", after=0.5, gdb=True, timeout=60):
     """Run ``command`` (a list) with ``env`` added to this environment; from ``after`` seconds on,
     look at its threads until one sleeps in a kernel function named like ``wait_for`` (or the
-    command ends), then attach gdb once (``gdb``). Past ``timeout`` s the command is killed and
+    command ends), then attach gdb (``gdb``) until the backtrace of a thread other than the main
+    one mentions ``wait_for``, at most GDB_TRIES times. Past ``timeout`` s the command is killed and
     TimeoutError raised."""
     if not isinstance(command, (list, tuple)) or not command:
         raise BadInput("watch_threads needs a command as a non-empty list of strings")
@@ -132,8 +134,13 @@ def watch_threads(command, env=None, wait_for="futex", after=0.5, gdb=True, time
                 if any(wait_for in t.wchan for t in seen):
                     break
                 ended = _ended(proc.pid, time.monotonic() + POLL_S)
-            if gdb and not ended:
+            for _ in range(GDB_TRIES if gdb else 0):  # until a started thread waits in it
+                if ended or any(wait_for in t for tid, t in traces.items() if tid != proc.pid):
+                    break
                 traces, reason = gdb_backtraces(proc.pid, min(GDB_S, timeout))
+                if reason:
+                    break
+                ended = _ended(proc.pid, time.monotonic())
             ended = ended or _ended(proc.pid, start + timeout)
             if not ended:
                 raise TimeoutError(f"{command[0]} ran past {timeout} s and was killed")
