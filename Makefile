@@ -18,14 +18,17 @@ INSTALL_INPUTS := pyproject.toml setup.py labext/package.json pylib/pagelab/_ffi
 # command:debian-package pairs the tests and chapters use (valgrind for cachegrind agreement and
 # lackey traces, perf for `perf stat` agreement, strace for chapter 10's startup trace, chromium
 # for the browser tests, node and npm to build the widget's front end from labext/, clang for
-# %%c, whose simulated build then makes the measured build's vector accesses). Installed only
-# when missing and only when running as root.
+# %%c, whose simulated build then makes the measured build's vector accesses, gdb for chapter
+# 09's attach to a thread waiting on a lock). Installed only when missing and only when running
+# as root.
 SYSTEM_DEPS := valgrind:valgrind perf:linux-perf strace:strace chromium:chromium node:nodejs \
-	npm:npm clang:clang
+	npm:npm clang:clang gdb:gdb
 # The real-kernel matrix (tests/system/test_kernels.py): QEMU, the static busybox virtme-ng
 # builds its initramfs from, and Debian's packaged kernels, 6.1 (linux-image-amd64) and 6.12.
 # Installed the same way, checked by package because a kernel brings no command.
 KERNEL_DEPS := qemu-system-x86 busybox-static linux-image-amd64 linux-image-6.12-amd64
+# glibc's debugging symbols, for gdb to name malloc_check and the lock it waits on (chapter 09).
+SYMBOL_DEPS := libc6-dbg
 # The LiveCounters front end: TypeScript in labext/src bundled into one ESM file that the Python
 # widget loads, beside its style sheet (package data; users of the wheel need no Node).
 FRONT_END := pylib/pagelab/jupyter/static/livecounters.js
@@ -88,7 +91,7 @@ system-deps:
 	for pair in $(SYSTEM_DEPS); do \
 		command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; \
 	done; \
-	for pkg in $(KERNEL_DEPS); do \
+	for pkg in $(KERNEL_DEPS) $(SYMBOL_DEPS); do \
 		dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q '^install ok installed' || \
 			missing="$$missing $$pkg"; \
 	done; \

@@ -28,6 +28,7 @@ _EXPORTS = {
     ".sim.lines": ("LineCounts", "LineView"),
     ".jupyter.live": ("LiveCounters",),
     ".machine.maps": ("parse_maps",),
+    ".machine.threads": ("watch_threads",),
     ".experiments.classreport": ("ClassReport", "class_report"),
     ".core.reading": ("Reading",),
     ".sim.reclaim": ("RECLAIM_POLICIES", "ReclaimResult", "page_string", "reclaim"),
@@ -49,6 +50,7 @@ _EXPORTS = {
     ".native.source": ("Source", "source"),
     ".experiments.squeeze": ("sandbox_parent", "squeeze"),
     ".counters.stat": ("stat",),
+    ".counters.callpath": ("callpaths",),
     ".native.worker": ("Interrupted", "WorkerDied", "WorkerError", "WorkerTimeout"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -29,7 +29,7 @@ FACE = {"__init__", "__main__", "_version", "_ffi_build"}
 EVERYONE = {"pagelab._native", "pagelab._version"}
 # The public API the layout must keep: the sorted names' digest (the names themselves are written
 # once, in pagelab/__init__.py's _EXPORTS); changing the API means changing this on purpose.
-PUBLIC_COUNT, PUBLIC_DIGEST = 62, "0a811c830eb76b65"
+PUBLIC_COUNT, PUBLIC_DIGEST = 64, "e6bbbce2cc6f0f98"
 
 
 def modules():
@@ -131,7 +131,7 @@ def test_the_checker_sees_an_upward_import(tmp_path):
 
 
 def test_the_public_api_is_unchanged():
-    """pagelab exports the same 62 names (their digest), each reachable, and lists them once."""
+    """pagelab exports the same 64 names (their digest), each reachable, and lists them once."""
     import hashlib
 
     names = sorted(pagelab.__all__)

@@ -1,0 +1,78 @@
+"""pagelab.callpaths: perf record's kernel call chains through one function, on real programs."""
+
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from pagelab import BadInput, callpaths
+from pagelab.machine import environment as env
+
+VSYSCALL_LOOP = r"""
+#include <stdlib.h>
+#include <time.h>
+typedef time_t (*time_fn)(time_t *);
+int main(int argc, char **argv)
+{
+    time_fn fn = argv[1][0] == 'v' ? (time_fn)0xffffffffff600400 : time; /* vsyscall or vDSO */
+    volatile time_t sink = 0;
+    for (long i = atol(argv[2]); i > 0; i--)
+        sink += fn(NULL);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory):
+    """The write-up's test program, built -O2, calling time() through the vsyscall page or vDSO."""
+    cc = shutil.which("cc")
+    if cc is None or shutil.which("perf") is None:
+        pytest.skip("needs a C compiler and the perf tool (linux-perf)")
+    if os.geteuid() != 0:
+        pytest.skip("kernel call chains need root (or perf_event_paranoid <= 1)")
+    if env.vsyscall_mode() in (None, "none"):
+        pytest.skip("this kernel maps no vsyscall page")
+    work = tmp_path_factory.mktemp("callpath")
+    (work / "loop.c").write_text(VSYSCALL_LOOP)
+    subprocess.run([cc, "-O2", "-o", str(work / "loop"), str(work / "loop.c")], check=True)
+    return str(work / "loop")
+
+
+def test_vsyscall_calls_run_through_emulate_vsyscall(loop):
+    """A vsyscall loop's kernel samples pass emulate_vsyscall, reached from the page-fault entry."""
+    paths = callpaths([loop, "v", "500000"], through="emulate_vsyscall")
+    assert not paths.reason, paths.reason
+    assert paths.samples > 100 and paths.passing > 0
+    for chain, _ in paths.chains:
+        assert "exc_page_fault" in chain[: chain.index("emulate_vsyscall")], chain
+    assert "through emulate_vsyscall" in str(paths)
+
+
+def test_vdso_calls_never_reach_the_emulation(loop):
+    """The same loop through the vDSO has no chain through emulate_vsyscall."""
+    paths = callpaths([loop, "d", "20000000"], through="emulate_vsyscall")
+    assert paths.samples > 0 and paths.passing == 0
+
+
+def test_a_command_past_its_timeout_is_killed_with_perf():
+    """A command running past the timeout ends with its reason, and perf and it are gone."""
+    if shutil.which("perf") is None:
+        pytest.skip("needs the perf tool (linux-perf)")
+    start = time.monotonic()
+    paths = callpaths(["sleep", "30"], through="x", timeout=1)
+    assert paths.reason == "perf record ran past 1 s"
+    assert time.monotonic() - start < 10
+    assert "no profile: perf record ran past 1 s" in str(paths)
+
+
+@pytest.mark.parametrize(
+    "command, through",
+    [([], "f"), ("ls", "f"), (["ls"], ""), (["no-such-command-here"], "f")],
+)
+def test_bad_input_is_refused_before_anything_runs(command, through):
+    """An empty or non-list command, an empty function name or a missing program is BadInput."""
+    with pytest.raises(BadInput):
+        callpaths(command, through)
