@@ -18,6 +18,7 @@ Usage:
 import argparse
 import datetime
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -51,6 +52,10 @@ def record(path, out_dir):
     """Execute the chapter at ``path`` where it lives and write it, recorded, into ``out_dir``."""
     import nbformat
     from nbclient import NotebookClient
+
+    # figures load plotly.js from its CDN, as shipped chapters do, whether or not this machine
+    # reaches it (pylib/pagelab/results/plotlyjs.py): embedded, it would add 4.6 MB to a chapter
+    os.environ["PAGELAB_PLOTLYJS"] = "cdn"
 
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
