@@ -2,18 +2,25 @@
 profile, machine, date), written by `make notebooks` from the facts .ci/record_chapters.py stored
 when it recorded them; the outputs that need a kernel this machine lacks come from that kernel."""
 
+import datetime
 import fnmatch
 import importlib.util
 import json
+import os
 
 import kernels
 from helpers import ROOT
 
-spec = importlib.util.spec_from_file_location(
-    "normalize_notebooks", ROOT / ".ci" / "normalize_notebooks.py"
-)
-normalize_notebooks = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(normalize_notebooks)
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / ".ci" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+normalize_notebooks = _load("normalize_notebooks")
+record_chapters = _load("record_chapters")
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -56,7 +63,7 @@ def test_normalize_writes_the_line_from_the_facts():
     facts = {
         "kernel": "6.1.0-56-amd64",
         "profile": "full",
-        "machine": "Intel Xeon",
+        "machine": "Xeon",
         "date": "2026-01-02",
     }
     title = {"cell_type": "markdown", "id": "t", "metadata": {}, "source": ["# T"]}
@@ -70,3 +77,23 @@ def test_normalize_writes_the_line_from_the_facts():
     assert _lines(out["cells"]) == [expected]
     del nb["metadata"]["pagelab"]
     assert normalize_notebooks.normalize(nb)["cells"] == [title]
+
+
+def test_recording_runs_the_chapter_and_stores_this_machines_facts(tmp_path):
+    """.ci/record_chapters.py executes a chapter in a fresh kernel and writes it with its
+    outputs, the facts of this machine (kernel release, a profile, today's date) and the line."""
+    title = {"cell_type": "markdown", "id": "t", "metadata": {}, "source": ["# T"]}
+    cell = {"cell_type": "code", "id": "c", "metadata": {}, "outputs": [], "source": ["6 * 7"]}
+    cell["execution_count"] = None
+    nb = {"cells": [title, cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "in").mkdir()
+    chapter = tmp_path / "in" / "01-t.ipynb"
+    chapter.write_text(json.dumps(nb))
+    record_chapters.record(chapter, tmp_path)
+    done = json.loads((tmp_path / "01-t.ipynb").read_text())
+    facts = done["metadata"]["pagelab"]["recorded"]
+    assert facts["kernel"] == os.uname().release
+    assert facts["profile"] in ("full", "software-only", "blocked") and facts["machine"]
+    assert facts["date"] == datetime.datetime.now(datetime.UTC).date().isoformat()
+    assert _lines(done["cells"]) == [normalize_notebooks.provenance_line(facts)]
+    assert "".join(done["cells"][2]["outputs"][0]["data"]["text/plain"]) == "42"
