@@ -26,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 900  # s for one cell: a chapter's longest run under TCG takes a few minutes
+STARTUP = 300  # s for a kernel to start: about one under TCG, more on a busy host
 
 sys.path.insert(0, str(Path(__file__).parent))
 from normalize_notebooks import normalize, text  # noqa: E402
@@ -61,6 +62,7 @@ def record(path, out_dir):
     client = NotebookClient(
         nb,
         timeout=TIMEOUT,
+        startup_timeout=STARTUP,
         kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
     )
@@ -98,19 +100,21 @@ def in_guest(name, paths):
     image = kernels.kernel_image(config)
     if image is None:
         sys.exit(f"no /boot/{config.kernel}: apt-get install the kernel (make setup as root)")
-    out = Path(tempfile.mkdtemp(prefix=f"pagelab-record-{name}-"))
-    try:
-        results = kernels.boot(config, image, sys.executable, out, kernels.kvm_works(), paths)
-        if "error" in results:
-            sys.exit(f"guest {name}: {results['error']}")
-        for path in paths:
+    # one boot a chapter: each gets the guest's whole time limit, and one that fails costs only
+    # itself
+    for path in paths:
+        out = Path(tempfile.mkdtemp(prefix=f"pagelab-record-{name}-"))
+        try:
+            results = kernels.boot(config, image, sys.executable, out, kernels.kvm_works(), [path])
             recorded = out / path.name
-            if not recorded.exists():
-                sys.exit(f"guest {name} did not record {path.name}: {results.get('record')}")
+            if "error" in results or not recorded.exists():
+                log = out / "record.log"
+                said = log.read_text()[-3000:] if log.exists() else results.get("error")
+                sys.exit(f"guest {name} did not record {path.name}: {said}")
             shutil.copyfile(recorded, path)
-            print(f"recorded in guest {name}: {path.name}")
-    finally:
-        shutil.rmtree(out)
+            print(f"recorded in guest {name}: {path.name}", flush=True)
+        finally:
+            shutil.rmtree(out)
 
 
 def main(argv):

@@ -43,7 +43,7 @@ CLI = (
 RUN_LIMIT = 420  # s for one user's run; past it the run prints its stack and exits
 SCRATCH = "/run/pagelab-scratch"  # the scratch disk's mount point (/run is the guest's tmpfs)
 NOBODY = 65534
-RECORD_LIMIT = 780  # s to record chapters: within the host's limit for the whole guest
+RECORD_LIMIT = 780  # s to record a chapter: within the host's limit for the whole guest
 
 
 def _log(message):
@@ -161,20 +161,21 @@ def _nbval(python, chapters, home):
 
 
 def _record(python, chapters, out, home):
-    """.ci/record_chapters.py on the chapters, as root, writing into ``out``: its exit status
-    and the tail of what it said."""
+    """.ci/record_chapters.py on the chapters, as root, writing into ``out``, what it says into
+    OUT/record.log (the host shows its tail when a chapter was not recorded): its exit status."""
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
     env["PAGELAB_SCRATCH"] = SCRATCH
-    p = subprocess.run(
-        [python, str(root / ".ci" / "record_chapters.py"), "--out", str(out), *chapters],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=RECORD_LIMIT,
-    )
-    return {"rc": p.returncode, "tail": (p.stdout + p.stderr).strip().splitlines()[-15:]}
+    with open(out / "record.log", "w") as log:
+        p = subprocess.run(
+            [python, str(root / ".ci" / "record_chapters.py"), "--out", str(out), *chapters],
+            cwd=root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            timeout=RECORD_LIMIT,
+        )
+    return {"rc": p.returncode}
 
 
 def _runs(cfg, results, home):
