@@ -6,7 +6,8 @@
 # HW_REPORT (where `make hw-check` writes its report, default hw-report.md).
 # Release and upkeep (RELEASE.md): `make wheel` and `make sdist` build into dist/, `make docs`
 # builds the docs site into build/docs, `make notebooks` strips execution leftovers from the
-# chapters (tests/chapters/test_normalized.py checks that it has run).
+# chapters and writes their provenance lines (tests/chapters/test_normalized.py checks that it
+# has run), `make record` and `make record-guest` record the chapters' outputs.
 
 PYTHON ?= python3
 VENV := .venv
@@ -59,7 +60,8 @@ HWVENV := .hwvenv
 HW_REPORT ?= hw-report.md
 NATIVE := pylib/pagelab/_native.abi3.so
 
-.PHONY: setup lab test check system-deps clean hw-check wheel sdist docs notebooks
+.PHONY: setup lab test check system-deps clean hw-check wheel sdist docs notebooks record \
+	record-guest
 
 setup: system-deps $(STAMP) $(FRONT_END) $(LABEXTENSION) $(DEV_LABEXT) $(DEV_SERVER_CONFIG)
 
@@ -142,6 +144,16 @@ docs: setup
 
 notebooks: setup
 	$(BIN)/python .ci/normalize_notebooks.py notebooks/*.ipynb
+
+# Record the chapters' outputs (.ci/record_chapters.py; docs/instructors.md, "Recording the
+# chapters"): `make record` on this machine, every chapter a kernel-matrix guest does not record
+# (or CHAPTERS="notebooks/02-*.ipynb ..."); `make record-guest` those whose outputs need guest
+# (a)'s kernel: swap, a memory cgroup of the lab's, vsyscall=emulate (tests/kernels.py).
+record: setup
+	$(BIN)/python .ci/record_chapters.py $(CHAPTERS)
+
+record-guest: setup
+	$(BIN)/python .ci/record_chapters.py --guest a
 
 clean:
 	rm -rf $(VENV) $(HWVENV) $(HW_REPORT) build dist pylib/*.egg-info pylib/pagelab/_native*.so \

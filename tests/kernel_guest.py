@@ -4,7 +4,8 @@
 configuration says (zram swap, the memory controller for the children of the root cgroup, the
 scratch disk), then runs `kernel_guest.py run` as root and, through setpriv, as an unprivileged
 user (side by side), then nbval on the configuration's chapters, and writes everything to
-OUT/results.json.
+OUT/results.json. Where the configuration names chapters to record (.ci/record_chapters.py
+--guest), it records them into OUT instead of the runs and nbval.
 `kernel_guest.py run` runs the doctor, the experiments and a squeeze in one interpreter (under
 TCG each interpreter's start costs seconds) through the same entry points as the command line,
 and prints one JSON document: per step its exit status, its JSON output, a traceback if it
@@ -42,6 +43,7 @@ CLI = (
 RUN_LIMIT = 420  # s for one user's run; past it the run prints its stack and exits
 SCRATCH = "/run/pagelab-scratch"  # the scratch disk's mount point (/run is the guest's tmpfs)
 NOBODY = 65534
+RECORD_LIMIT = 780  # s to record a chapter: within the host's limit for the whole guest
 
 
 def _log(message):
@@ -100,6 +102,8 @@ def _prepare(cfg):
     os.makedirs(SCRATCH, exist_ok=True)
     _sh("mount", "-t", "ext4", "/dev/vda", SCRATCH)
     os.chmod(SCRATCH, 0o1777)
+    # and where chapters' own C keeps a file on disk (the host's /var/tmp is read-only here)
+    _sh("mount", "--bind", SCRATCH, "/var/tmp")
 
 
 def _start(user, python, home):
@@ -156,6 +160,37 @@ def _nbval(python, chapters, home):
     return out
 
 
+def _record(python, chapters, out, home):
+    """.ci/record_chapters.py on the chapters, as root, writing into ``out``, what it says into
+    OUT/record.log (the host shows its tail when a chapter was not recorded): its exit status."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
+    env["PAGELAB_SCRATCH"] = SCRATCH
+    with open(out / "record.log", "w") as log:
+        p = subprocess.run(
+            [python, str(root / ".ci" / "record_chapters.py"), "--out", str(out), *chapters],
+            cwd=root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            timeout=RECORD_LIMIT,
+        )
+    return {"rc": p.returncode}
+
+
+def _runs(cfg, results, home):
+    """Both users' runs, then nbval on the configuration's chapters, into ``results``."""
+    results["network"] = sorted(os.listdir("/sys/class/net"))
+    # both users at once: the guest has two vCPUs, and each run mostly waits on imports
+    runs = {
+        "root": _start("root", cfg["python"], home / "root"),
+        "nobody": _start("nobody", cfg["nobody_python"], home / "nobody"),
+    }
+    results.update({user: _finish(*run) for user, run in runs.items()})
+    _log("both runs finished")
+    results["nbval"] = _nbval(cfg["python"], cfg["chapters"], home / "root")
+
+
 def setup(cfg_path):
     faulthandler.enable()  # a fatal signal prints the stack on the console the host keeps
     cfg = json.loads(Path(cfg_path).read_text())
@@ -168,15 +203,11 @@ def setup(cfg_path):
         _log(f"prepared in {results['setup_seconds']:.1f} s")
         home = Path("/run/pagelab-home")
         home.mkdir(exist_ok=True)
-        results["network"] = sorted(os.listdir("/sys/class/net"))
-        # both users at once: the guest has two vCPUs, and each run mostly waits on imports
-        runs = {
-            "root": _start("root", cfg["python"], home / "root"),
-            "nobody": _start("nobody", cfg["nobody_python"], home / "nobody"),
-        }
-        results.update({user: _finish(*run) for user, run in runs.items()})
-        _log("both runs finished")
-        results["nbval"] = _nbval(cfg["python"], cfg["chapters"], home / "root")
+        if cfg["record"]:
+            (home / "root").mkdir(exist_ok=True)
+            results["record"] = _record(cfg["python"], cfg["record"], out, home / "root")
+        else:
+            _runs(cfg, results, home)
     except Exception:  # reported to the host, which fails the guest
         results["error"] = traceback.format_exc()
     results["seconds"] = time.monotonic() - start

@@ -40,6 +40,8 @@ class Config:
     delegate_memory: bool = False  # the memory controller enabled for the root cgroup's children
     chapters: tuple = ()
     what: str = ""
+    # chapters whose shipped outputs are recorded in this guest (.ci/record_chapters.py --guest)
+    records: tuple = ()
 
 
 CONFIGS = (
@@ -52,6 +54,8 @@ CONFIGS = (
         # ch04's story is the write-up's emulate mode, which no other guest or host here shows
         chapters=("04",),
         what="6.1, vsyscall=emulate, THP always, cgroup v2 memory delegated, zram swap",
+        # their outputs need vsyscall=emulate (04), swap (07), a memory cgroup of the lab's (14)
+        records=("04", "07", "14"),
     ),
     Config(
         "b",
@@ -107,16 +111,18 @@ def kvm_works():
     return p.returncode == 0
 
 
-def boot(config, image, nobody_python, out, kvm):
+def boot(config, image, nobody_python, out, kvm, record=()):
     """Boot ``config`` on ``image``, run the guest script, return its results (with the host's
     wall time for the whole guest). The guest and everything it started share one process
-    group, killed on timeout or any other way out."""
+    group, killed on timeout or any other way out. With ``record`` (chapter paths), the guest
+    records those chapters into ``out`` instead (.ci/record_chapters.py --guest)."""
     disk = out / "scratch.img"
     with open(disk, "wb") as f:
         f.truncate(SCRATCH_MB << 20)
     subprocess.run(["mkfs.ext4", "-q", "-F", str(disk)], check=True, timeout=60)
     cfg = {**asdict(config), "out": str(out), "python": sys.executable}
     cfg["nobody_python"] = str(nobody_python)
+    cfg["record"] = [str(p) for p in record]
     (out / "config.json").write_text(json.dumps(cfg))
     bindir = Path(sys.executable).parent
     cmd = [str(bindir / "vng"), "--run", str(image), "--memory", MEMORY, "--cpus", str(CPUS)]

@@ -8,7 +8,9 @@
  * without swap there is nowhere to put those pages, so they stay.
  *
  * Competition part: the victim cycles over its file-backed and anonymous memory, first alone,
- * then while a forked competitor cycles over a bounded amount of anonymous memory of its own.
+ * then while a forked competitor works on a bounded amount of anonymous memory of its own: it
+ * touches all of it and then writes one byte per page in order (sequential), or it is the course
+ * lab's competitor (random: see random_steps).
  *
  * Facts Python needs besides the numbers (how the file was made, which eviction path ran, the
  * errno of a MADV_PAGEOUT that failed) are recorded as typed facts. */
@@ -36,9 +38,10 @@
 #define SLICES PL_COMPETITION_SLICES
 #define STOP_CHECK_PAGES 4096 /* the competitor looks for "stop" every 16 MiB it touches */
 
-enum { P_SIZE_MB, P_COMPETITOR_MB, P_SECONDS, P_EVICT, P_READAHEAD, NPARAMS };
+enum { P_SIZE_MB, P_COMPETITOR_MB, P_SECONDS, P_EVICT, P_READAHEAD, P_COMPETITOR, NPARAMS };
 enum { EVICT_PAGEOUT, EVICT_FADVISE };
 enum { RA_NORMAL, RA_RANDOM };
+enum { COMPETE_SEQUENTIAL, COMPETE_RANDOM };
 
 static const struct pl_param params[NPARAMS] = {
     {"size_mb", 32, 1, 1 << 16, "MiB", NULL, "the victim's file, and its anonymous region, each"},
@@ -49,6 +52,9 @@ static const struct pl_param params[NPARAMS] = {
      "evict the file with MADV_PAGEOUT, or with munmap + POSIX_FADV_DONTNEED + mmap"},
     {"readahead", RA_NORMAL, 0, 1, "", "normal,random",
      "MADV_NORMAL (readahead) or MADV_RANDOM (one page per fault) on the file mapping"},
+    {"competitor", COMPETE_SEQUENTIAL, 0, 1, "", "sequential,random",
+     "the competitor touches its memory, then writes every page in order; or the course lab's: "
+     "MAP_NORESERVE, a random page read each step and written every 8th step"},
 };
 
 struct victim {
@@ -125,9 +131,9 @@ static int map_file(struct pl_ctx *c, struct victim *v)
     return 0;
 }
 
-static char *map_anon(size_t len)
+static char *map_anon(size_t len, int flags)
 {
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
     /* 4 KiB pages, so residency and faults count the same unit as the file's; EINVAL means the
@@ -233,7 +239,7 @@ static int file_part(struct pl_ctx *c, struct victim *v)
 static int anon_part(struct pl_ctx *c, struct victim *v)
 {
     static const char *const label = "anon residency";
-    char *a = map_anon(v->len);
+    char *a = map_anon(v->len, 0);
     if (!a)
         return pl_out_fail(c->out, -errno, "mmap of %zu MiB anonymous memory failed", v->len >> 20);
     int rc = residency(c, v, a, label, "before touch");
@@ -265,9 +271,9 @@ static int anon_part(struct pl_ctx *c, struct victim *v)
 /* ---- the competitor: a forked child, in the worker's process group ------------------------- */
 
 struct report {
-    int err;        /* errno of a failed allocation, 0 if fine */
-    double alloc_s; /* time to allocate and first-touch its memory */
-    long passes, minflt, majflt;
+    int err;                     /* errno of a failed allocation, 0 if fine */
+    double alloc_s;              /* time to map its memory (and first-touch it, when sequential) */
+    long passes, minflt, majflt; /* passes: sweeps over its pages (random: wraps of its step) */
 };
 
 static int read_full(int fd, void *buf, size_t len)
@@ -290,9 +296,46 @@ static int stop_requested(int fd)
     return poll(&p, 1, 0) != 0; /* a byte, EOF or an error all mean stop */
 }
 
-/* The child: waits for "go", allocates and touches len bytes, reports, then writes one byte per
- * page over and over until told to stop, and reports again. Never returns. */
-static void competitor(int cmd, int rep, size_t len, size_t page, pid_t parent)
+/* One byte written per page, in order, over and over until told to stop. */
+static void sequential_passes(int cmd, struct report *r, char *p, size_t len, size_t page)
+{
+    for (int stop = 0; !stop; r->passes++) {
+        for (size_t off = 0; off < len && !stop; off += page * STOP_CHECK_PAGES) {
+            size_t n = len - off < page * STOP_CHECK_PAGES ? len - off : page * STOP_CHECK_PAGES;
+            write_pages(p + off, n, page);
+            stop = stop_requested(cmd);
+        }
+    }
+}
+
+/* The course lab's competitor ("Competing for Memory" in the write-up): its region is never
+ * touched up front; each step picks a random page and reads a byte of it, and every 8th step
+ * (counting steps, wrapping at the region's page count as the write-up's loop does) writes that
+ * byte too. A page first read maps the shared zero page; its first write takes a page of its own.
+ * Runs until told to stop; counts a pass each time the step counter wraps. */
+static void random_steps(int cmd, struct report *r, char *p, size_t pages, size_t page)
+{
+    uint64_t x = 88172645463325252ULL; /* xorshift64: the same pages on every run */
+    volatile char sink = 0;
+    size_t i = 0;
+    do {
+        for (int n = 0; n < STOP_CHECK_PAGES; n++, i++) {
+            if (i >= pages) {
+                i = 0;
+                r->passes++;
+            }
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            volatile char *a = p + (x % pages) * page;
+            sink += *a;
+            if (i % 8 == 0)
+                *a = 1;
+        }
+    } while (!stop_requested(cmd));
+}
+
+/* The child: waits for "go", maps len bytes and (sequential) touches them, reports, then works
+ * on them until told to stop, and reports again. Never returns. */
+static void competitor(int cmd, int rep, size_t len, size_t page, pid_t parent, int mode)
 {
     struct report r = {0};
     char go;
@@ -301,22 +344,20 @@ static void competitor(int cmd, int rep, size_t len, size_t page, pid_t parent)
         _exit(0); /* the parent is gone, or stopped us before the start */
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    char *p = map_anon(len);
+    char *p = map_anon(len, mode == COMPETE_RANDOM ? MAP_NORESERVE : 0);
     if (!p) {
         r.err = errno;
         _exit(write(rep, &r, sizeof r) == sizeof r ? 0 : 1);
     }
-    write_pages(p, len, page);
+    if (mode == COMPETE_SEQUENTIAL)
+        write_pages(p, len, page);
     r.alloc_s = seconds_since(&t0);
     if (write(rep, &r, sizeof r) != sizeof r)
         _exit(1);
-    for (int stop = 0; !stop; r.passes++) {
-        for (size_t off = 0; off < len && !stop; off += page * STOP_CHECK_PAGES) {
-            size_t n = len - off < page * STOP_CHECK_PAGES ? len - off : page * STOP_CHECK_PAGES;
-            write_pages(p + off, n, page);
-            stop = stop_requested(cmd);
-        }
-    }
+    if (mode == COMPETE_RANDOM)
+        random_steps(cmd, &r, p, len / page, page);
+    else
+        sequential_passes(cmd, &r, p, len, page);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     r.minflt = ru.ru_minflt;
@@ -329,7 +370,7 @@ struct rival {
     int cmd, rep; /* our ends: commands to it, reports from it */
 };
 
-static int start_competitor(struct pl_ctx *c, struct rival *k, size_t len, size_t page)
+static int start_competitor(struct pl_ctx *c, struct rival *k, size_t len, size_t page, int mode)
 {
     int cmd[2], rep[2];
     if (pipe2(cmd, O_CLOEXEC) != 0)
@@ -343,7 +384,7 @@ static int start_competitor(struct pl_ctx *c, struct rival *k, size_t len, size_
     pid_t pid = fork(); /* same process group as the worker: killpg on timeout reaches it */
     if (pid == 0) {
         close(cmd[1]), close(rep[0]);
-        competitor(cmd[0], rep[1], len, page, parent);
+        competitor(cmd[0], rep[1], len, page, parent, mode);
     }
     int e = errno;
     close(cmd[0]), close(rep[1]);
@@ -474,10 +515,10 @@ static int competition_part(struct pl_ctx *c, struct victim *v)
      * copy-on-write with the child, and its writes take no COW faults that pressure did not
      * cause */
     struct rival k;
-    int rc = start_competitor(c, &k, rival_len, v->page);
+    int rc = start_competitor(c, &k, rival_len, v->page, (int)c->param[P_COMPETITOR]);
     if (rc)
         return rc;
-    char *anon = map_anon(v->len);
+    char *anon = map_anon(v->len, 0);
     if (!anon) {
         rc = pl_out_fail(c->out, -errno, "mmap of %zu MiB anonymous memory failed", v->len >> 20);
         stop_competitor(&k, NULL);

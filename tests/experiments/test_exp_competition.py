@@ -169,6 +169,20 @@ def test_major_fault_claim_allows_retries_and_pressure_not_more():
     assert f"at most {slack:,} major allowed" in _fault_claim(1, 0).evidence
 
 
+def test_random_competitor_faults_the_zero_page_then_its_copy():
+    """The course lab's competitor (competitor="random") maps its region untouched and, reading
+    before every write, takes more than one minor fault per page and at most two (the zero page,
+    then the copy), within the same budget; its note says which competitor ran."""
+    r = pagelab.run("competition", progress=None, competitor="random", **SMALL)
+    pages = SMALL["competitor_mb"] * (1 << 20) // os.sysconf("SC_PAGESIZE")
+    rival = r["competitor"]
+    assert r.params["competitor"] == "random" and rival["passes"].value >= 1
+    assert pages < rival["minflt"].value <= 2 * pages + 256, rival["minflt"]
+    assert any("course lab's" in n and "MAP_NORESERVE" in n for n in r.notes), r.notes
+    with pytest.raises(pagelab.BudgetExceeded):
+        pagelab.run("competition", progress=None, competitor="random", competitor_mb=60000)
+
+
 def test_bad_input_is_rejected_before_anything_runs():
     """Unknown keys, out-of-range values, bad choices and over-budget sizes raise BadInput."""
     for bad in (
@@ -176,6 +190,7 @@ def test_bad_input_is_rejected_before_anything_runs():
         {"size_mb": 0},
         {"seconds": 61},
         {"evict": "drop"},
+        {"competitor": "chaotic"},
         {"competitor_mb": -1},
         {"size_mb": "lots"},
     ):

@@ -47,6 +47,14 @@ EVICTED_MAX_LEFT = 0.10
 # The kernel counts a fault it had to retry (the page was locked for a moment, by reclaim or
 # compaction) as major though it read nothing: allowed on at most 1 page in this many.
 RETRIED_FAULTS = 100
+# What each competitor does, for its note: in the order of the workload's competitor choices
+# (sequential, random)
+COMPETITORS = (
+    "touched its {pages:,} pages first, then wrote one byte per page in order",
+    "was the course lab's: {pages:,} pages mapped MAP_NORESERVE and never touched up front, a "
+    "random page read each step and written every 8th step (a page only read maps the shared "
+    "zero page)",
+)
 NOT_DISK = (
     "the victim's file lives on {fs} in {dir} (no disk-backed scratch directory was "
     "found): its pages are memory and cannot be evicted to disk"
@@ -426,6 +434,12 @@ def _notes(by, f, p, swap):
         f"alone (clock; involuntary context switches {contested['nivcsw'].value:,} vs "
         f"{alone['nivcsw'].value:,}, rusage): any difference without extra faults is competition "
         "for caches, memory bandwidth and CPU time, not for pages."
+    )
+    rival, pages = by["competitor"], p["competitor_mb"] * MIB // f.page_size
+    how = COMPETITORS[p["competitor"]].format(pages=pages)
+    notes.append(
+        f"The competitor {how}: it took {rival['minflt'].value:,.0f} minor and "
+        f"{rival['majflt'].value:,.0f} major faults in all (rusage)."
     )
     notes.append(
         "Residency is counted with mincore(2) and MemAvailable read from /proc/meminfo: "
