@@ -491,6 +491,19 @@ static __attribute__((noinline)) int access_quick(struct pl_sim *sim, uint64_t a
     return access_lines(sim, addr, size, is_write);
 }
 
+/* A hit on line x of the first level, whose dirty byte is *dirty: the fast path's state follows it.
+ */
+static inline int lean_hit(struct pl_sim *sim, const struct quick *q, uint64_t x, uint8_t *dirty,
+                           int is_write)
+{
+    *dirty |= (uint8_t)is_write;
+    sim->last = x;
+    sim->last_dirty = dirty;
+    q->l1->mru_line = x;
+    q->l1->mru_dirty = dirty;
+    return PL_SIM_HIT;
+}
+
 /* The lean path's access to a line that is not its set's most recent: the quick path's search
  * of the set, and its hit or miss, with the line and set already known. Counted as the quick
  * path counts (fast: an access to the first level on the DTLB's most recently used page). */
@@ -506,13 +519,7 @@ static __attribute__((noinline)) int lean_other(struct pl_sim *sim, const struct
         if (q->tag[slot] != x)
             continue;
         pl_cache_order_touch(&q->word[s], w);
-        uint8_t *dirty = &q->dirty[slot];
-        *dirty |= (uint8_t)is_write;
-        sim->last = x;
-        sim->last_dirty = dirty;
-        q->l1->mru_line = x;
-        q->l1->mru_dirty = dirty;
-        return PL_SIM_HIT;
+        return lean_hit(sim, q, x, &q->dirty[slot], is_write);
     }
     return quick_miss(sim, x, s, is_write);
 }
@@ -533,14 +540,8 @@ int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_
         uint64_t slot = s * q->ways + (q->word[s] & 15); /* the first way in order */
         if (q->tag[slot] != x)
             return lean_other(sim, q, x, s, is_write);
-        uint8_t *dirty = &q->dirty[slot];
         sim->fast[is_write]++;
-        *dirty |= (uint8_t)is_write;
-        sim->last = x;
-        sim->last_dirty = dirty;
-        q->l1->mru_line = x;
-        q->l1->mru_dirty = dirty;
-        return PL_SIM_HIT;
+        return lean_hit(sim, q, x, &q->dirty[slot], is_write);
     }
     return access_quick(sim, addr, size, is_write);
 }
