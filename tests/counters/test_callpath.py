@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -66,6 +67,40 @@ def test_a_command_past_its_timeout_is_killed_with_perf():
     assert paths.reason == "perf record ran past 1 s"
     assert time.monotonic() - start < 10
     assert "no profile: perf record ran past 1 s" in str(paths)
+
+
+def _running(argv):
+    """The pids whose command line is exactly ``argv``."""
+    want = "\0".join(argv) + "\0"
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline") as f:
+                if f.read() == want:
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_an_interrupt_takes_perf_and_the_command_down():
+    """Ctrl-C during the sampling reaches the caller, and the sampled command is gone with perf."""
+    if shutil.which("perf") is None:
+        pytest.skip("needs the perf tool (linux-perf)")
+    argv = ["sleep", "37.25"]  # a command line nothing else runs
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.alarm(2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            callpaths(argv, through="x", timeout=30)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert _running(argv) == []
 
 
 @pytest.mark.parametrize(

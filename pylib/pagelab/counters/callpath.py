@@ -6,6 +6,7 @@ counted. That is how the vsyscall write-up's profile showed the fault path of an
 without a PMU the samples come from the timer instead of the cycles counter.
 """
 
+import contextlib
 import os
 import shutil
 import signal
@@ -112,9 +113,12 @@ def callpaths(command, through, timeout=60):
         )
         try:
             _, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        except BaseException as e:  # a timeout or an interrupt: perf and the command go together
+            with contextlib.suppress(ProcessLookupError):  # already gone
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
+            if not isinstance(e, subprocess.TimeoutExpired):
+                raise
             return CallPaths(command, through, reason=f"perf record ran past {timeout} s")
         if not os.path.exists(data) or os.path.getsize(data) == 0:
             why = (err.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
