@@ -10,6 +10,7 @@ also counts the time other processes take the CPU away. Wall-clock figures say s
 turns its raw timings into a pyperf BenchmarkSuite that ``python -m pyperf compare_to`` reads.
 """
 
+import compileall
 import contextlib
 import functools
 import importlib.util
@@ -25,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pagelab
 from pagelab._version import __version__
 
 from .figures import (
@@ -145,6 +147,9 @@ class _Bench:
         self.pagelab = [str(self.exe.with_name("pagelab"))]
         if not Path(self.pagelab[0]).exists():
             self.pagelab = [str(self.exe), "-m", "pagelab"]
+        # Bytecode current, as an installed wheel has it: in a checkout run with
+        # PYTHONDONTWRITEBYTECODE, every command would compile the modules changed since.
+        compileall.compile_dir(Path(pagelab.__file__).parent, quiet=1)
 
     def keep(self, name, seconds):
         self.timings[name] = list(seconds)

@@ -12,7 +12,7 @@ from helpers import ROOT
 from pagelab import BadInput
 from pagelab._native import ffi, lib
 from pagelab.cell import run as _cell
-from pagelab.cell.build import cached_build, sim_mode
+from pagelab.cell.build import cache_entry, cached_build, sim_mode
 from pagelab.sim.lines import LineCounts, LineView
 from pagelab.sim.simulator import Simulator
 
@@ -205,6 +205,27 @@ def test_an_unchanged_cell_is_not_compiled_again_and_force_does():
     assert not forced["cached"] and Path(forced["sim"]).exists()
     other = _worker_build(src + "\n")
     assert other["sim"] != first["sim"]
+
+
+def test_the_compilers_version_is_asked_once_until_the_compiler_changes(tmp_path, monkeypatch):
+    """A cell's cache key holds ``cc --version``, run once per compiler: again only when the
+    compiler's file changes, and then the key changes with it."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    calls = tmp_path / "calls"
+    cc = tmp_path / "fake-cc"
+
+    def install(version):
+        cc.write_text(f"#!/bin/sh\necho run >> {calls}\necho '{version}'\n")
+        cc.chmod(0o755)
+
+    install("fake cc 1.0")
+    monkeypatch.setenv("CC", str(cc))
+    first = cache_entry("int main(void) { return 0; }", "every")
+    assert cache_entry("int main(void) { return 0; }", "every") == first
+    assert calls.read_text().count("run") == 1
+    install("fake cc 10.0")  # another size: a reinstalled compiler
+    assert cache_entry("int main(void) { return 0; }", "every") != first
+    assert calls.read_text().count("run") == 2
 
 
 def test_compile_errors_keep_the_cells_line_numbers():

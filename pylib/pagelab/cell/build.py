@@ -97,8 +97,28 @@ def _compiler():
 
 
 def _version(cc):
-    """What ``cc --version`` prints."""
-    return subprocess.run([*cc, "--version"], capture_output=True, text=True).stdout
+    """What ``cc --version`` prints, remembered in the cache by the identity (path, size,
+    modification time) of each word of ``cc`` that names a program: running clang costs about
+    20 ms of CPU for loading libLLVM, on every cell. Reinstalling any of them runs it again."""
+    ids = []
+    for word in cc:
+        if path := shutil.which(word):
+            st = os.stat(path)
+            ids.append([os.path.realpath(path), st.st_size, st.st_mtime_ns])
+    key = json.dumps([cc, ids])
+    memo = Path(cache_dir()) / "compilers.json"
+    try:
+        known = json.loads(memo.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if key not in known:
+        known[key] = subprocess.run([*cc, "--version"], capture_output=True, text=True).stdout
+        with contextlib.suppress(OSError):  # a read-only cache: run it again next time
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(known))
+            os.replace(tmp, memo)  # whole, for a cell started beside this one
+    return known[key]
 
 
 def describe(builds):
