@@ -77,7 +77,7 @@ def cache_entry(source, mode, name="cell"):
     mode, the name, the flags, the compiler and its version, pagelab's version and headers."""
     include = include_dir()
     cc = _compiler()
-    version = _version(cc)
+    version = _version(cc, Path(cache_dir()))
     headers = [(include / h).read_text() for h in (HEADER, EVERY_HEADER)]
     key = json.dumps(
         [source, mode, name, cc, version, __version__, headers, COMPILE, LINK, SIM_FLAGS]
@@ -96,8 +96,8 @@ def _compiler():
     raise BadInput("no C compiler: %%c needs cc (gcc or clang) where the kernel runs")
 
 
-def _version(cc):
-    """What ``cc --version`` prints, remembered in the cache by the identity (path, size,
+def _version(cc, cache):
+    """What ``cc --version`` prints, remembered in ``cache`` by the identity (path, size,
     modification time) of each word of ``cc`` that names a program: running clang costs about
     20 ms of CPU for loading libLLVM, on every cell. Reinstalling any of them runs it again."""
     ids = []
@@ -106,7 +106,7 @@ def _version(cc):
             st = os.stat(path)
             ids.append([os.path.realpath(path), st.st_size, st.st_mtime_ns])
     key = json.dumps([cc, ids])
-    memo = Path(cache_dir()) / "compilers.json"
+    memo = cache / "compilers.json"
     try:
         known = json.loads(memo.read_text())
     except (OSError, ValueError):
@@ -214,7 +214,7 @@ def build(source, mode, entry, cc, name="cell"):
     try:
         # the include comes first, then #line, so the compiler numbers its messages as the cell's
         (work / SOURCE_FILE).write_text(f'#include "{HEADER}"\n#line 1 "{name}"\n{source}\n')
-        version = _version(cc).partition("\n")[0].strip()
+        version = _version(cc, entry.parent).partition("\n")[0].strip()
         clang = "clang" in version
         flags = _flags(clang, mode, include)
         first, sim = _commands(cc, flags, include, mode, work)
