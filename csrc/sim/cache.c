@@ -428,12 +428,12 @@ static int fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **
 {
     uint32_t node;
     int evicted, flags = 0;
-    uint64_t old;
+    uint64_t old = 0;
     if (pl_lru_access(c->fa, line, &node, &evicted, &old)) {
         c->dirty[node] |= (uint8_t)(is_write != 0);
         flags = PL_SIM_HIT;
     } else {
-        pl_cache_count_miss(c, line, is_write, NULL, 0, 0, 0); /* one LRU set: no shadow */
+        pl_cache_count_miss(c, line, is_write, NULL, 0, &old); /* one LRU set: no shadow */
         if (evicted) {
             flags = PL_SIM_EVICT;
             c->n.evictions++;
@@ -538,7 +538,7 @@ static int lazy_access(struct pl_cache *c, uint64_t set, uint64_t line, int is_w
         /* no room (once out of memory, no more tries): the line is not kept, the counts are
          * incomplete, and stats say so */
         uint32_t spare_when = 0;
-        pl_cache_count_miss(c, line, is_write, &spare_when, 0, 0, 0);
+        pl_cache_count_miss(c, line, is_write, &spare_when, 0, &line);
         c->err = -ENOMEM;
         c->spare = 0;
         *dirty = &c->spare;
@@ -558,7 +558,7 @@ static int lazy_access(struct pl_cache *c, uint64_t set, uint64_t line, int is_w
         c->n.writebacks += s.dirty[w];
     }
     uint32_t *when = s.when ? &s.when[w] : NULL;
-    pl_cache_count_miss(c, line, is_write, when, flags, b->tag[w], when ? *when : 0);
+    pl_cache_count_miss(c, line, is_write, when, flags, &b->tag[w]);
     b->tag[w] = line;
     fill_way(c, &b->word, 0, s.stamp, w, w);
     flags = filled(c, line, &s.dirty[w], is_write, flags, dirty);

@@ -212,14 +212,16 @@ PL_HOT void pl_cache_order_touch(uint64_t *order, uint32_t w)
     *order = (o & ~through) | (o & before) << 4 | w;
 }
 
-/* Count a miss of line, and classify it (pl_cache_classify). */
+/* Count a miss of line, and classify it (pl_cache_classify). *victim, the tag line replaces
+ * (when evicted), is read only to classify: without classification its host cache line, cold in
+ * a large level, is only written. */
 PL_HOT void pl_cache_count_miss(struct pl_cache *c, uint64_t line, int is_write, uint32_t *when,
-                                int evicted, uint64_t victim, uint32_t vwhen)
+                                int evicted, const uint64_t *victim)
 {
     c->n.read_misses += !is_write;
     c->n.write_misses += is_write != 0;
     if (__builtin_expect(c->seen != NULL, 0))
-        pl_cache_classify(c, line, when, evicted, victim, vwhen);
+        pl_cache_classify(c, line, when, evicted, *victim, when ? *when : 0);
 }
 
 /* Line (not PL_NO_LINE) fills slot of a dense level on a miss: the eviction of its line before
@@ -232,7 +234,7 @@ PL_HOT void pl_cache_install(struct pl_cache *c, uint64_t slot, uint64_t line, i
         c->n.writebacks += c->dirty[slot];
     }
     uint32_t *when = c->when ? &c->when[slot] : NULL;
-    pl_cache_count_miss(c, line, is_write, when, evicted, c->tag[slot], when ? *when : 0);
+    pl_cache_count_miss(c, line, is_write, when, evicted, &c->tag[slot]);
     c->tag[slot] = line;
     c->fp[slot] = pl_cache_fingerprint(line);
 }
