@@ -55,6 +55,7 @@ struct pl_cell_sites {
     const struct pl_sim_counts *l1, *llc, *tlb;
     struct charged seen; /* at the last access charged */
     uint64_t misses;     /* misses(x) then */
+    int two_levels;      /* no TLB and no classes: only the L1's and LLC's misses move */
     /* PL_THREADS_CORES: the cores (NULL until a second thread is spawned), each thread's stream
      * and index of its sites (slots[0] is unused: main()'s is slot), and the records held. */
     struct pl_coh *coh;
@@ -168,6 +169,16 @@ static inline struct pl_cell_site *site_of(struct pl_cell *cell, uintptr_t pc)
 static __attribute__((noinline)) void charge(struct pl_cell_sites *x, struct pl_cell_site *s)
 {
     const struct pl_sim_counts *l1 = x->l1, *llc = x->llc, *tlb = x->tlb;
+    if (x->two_levels && s) { /* the common case, the other counts standing still */
+        s->l1_read_misses += l1->read_misses - x->seen.l1_read;
+        s->l1_write_misses += l1->write_misses - x->seen.l1_write;
+        s->llc_read_misses += llc->read_misses - x->seen.llc_read;
+        s->llc_write_misses += llc->write_misses - x->seen.llc_write;
+        x->seen.l1_read = l1->read_misses, x->seen.l1_write = l1->write_misses;
+        x->seen.llc_read = llc->read_misses, x->seen.llc_write = llc->write_misses;
+        x->misses = l1->read_misses + l1->write_misses;
+        return;
+    }
     struct charged now = {
         l1->read_misses, l1->write_misses, l1->compulsory,    l1->capacity,
         l1->conflict,    llc->read_misses, llc->write_misses, tlb->read_misses + tlb->write_misses,
@@ -619,6 +630,7 @@ static int sites_init(struct pl_cell *cell, void *handle, struct pl_cell_hooks *
     x->l1 = x->l1 ? x->l1 : &none;
     x->llc = x->llc ? x->llc : &none;
     x->tlb = x->tlb ? x->tlb : &none;
+    x->two_levels = x->tlb == &none && cell->config && !(cell->config->classify & 1);
     charge(x, NULL);
     return 0;
 }

@@ -106,17 +106,17 @@ int pl_cache_init(struct pl_cache *c, uint64_t lines, uint32_t ways, unsigned sh
         ok = c->dir != NULL;
     } else {
         c->masked = c->mod == 0;
-        c->tag = pl_big_alloc(lines, sizeof *c->tag);
-        if (c->ordered || policy == PL_POLICY_PLRU)
-            c->word = pl_big_alloc(sets, sizeof *c->word);
+        /* a block: the header, the fingerprints in whole groups of 16 (each compare reads 16),
+         * the dirty flags, the tags (8-byte aligned), in whole host lines */
+        c->dirty_off = (uint32_t)(sizeof(struct pl_set) + ((ways + 15) & ~15u));
+        c->tag_off = (c->dirty_off + ways + 7) & ~7u;
+        c->stride = (c->tag_off + 8 * (uint64_t)ways + 63) & ~(uint64_t)63;
+        c->set_raw = pl_big_alloc(sets * c->stride + 64, 1);
+        c->set_mem = (char *)(((uintptr_t)c->set_raw + 63) & ~(uintptr_t)63);
         if (stamped(c))
             c->stamp = pl_big_alloc(lines, sizeof *c->stamp);
-        c->dirty = pl_big_alloc(lines, 1);
         c->fp_last = ways % 16 ? (1u << ways % 16) - 1 : 0xFFFF;
-        c->fp = pl_big_zalloc(lines + 16, 1); /* a set's 16-byte compare reads past the last */
-        c->fill = pl_big_alloc(sets, sizeof *c->fill);
-        ok = c->tag && c->fp && (c->word || !(c->ordered || policy == PL_POLICY_PLRU)) &&
-             (c->stamp || !stamped(c)) && c->dirty && c->fill;
+        ok = c->set_raw && (c->stamp || !stamped(c));
     }
     if (ok && sets == 1 && ways > PL_CACHE_SCAN_WAYS && policy == PL_POLICY_LRU) {
         c->masked = 0;
@@ -178,13 +178,9 @@ void pl_cache_free(struct pl_cache *c)
     if (c->dir)
         free_sets(c);
     free(c->dir);
-    free(c->tag);
-    free(c->fp);
-    free(c->word);
+    free(c->set_raw);
     free(c->stamp);
     free(c->when);
-    free(c->dirty);
-    free(c->fill);
     if (c->fa) {
         pl_lru_free(c->fa);
         free(c->fa);
@@ -206,16 +202,16 @@ void pl_cache_reset(struct pl_cache *c)
         free_sets(c);
     } else {
         uint64_t lines = c->sets * c->ways;
-        for (uint64_t i = 0; i < lines; i++)
-            c->tag[i] = PL_NO_LINE;
-        if (c->word)
-            memset(c->word, 0, c->sets * sizeof *c->word);
+        memset(c->set_mem, 0, c->sets * c->stride);
+        for (uint64_t set = 0; set < c->sets; set++) {
+            uint64_t *tag = pl_set_tags(pl_cache_block(c, set), c->tag_off);
+            for (uint32_t w = 0; w < c->ways; w++)
+                tag[w] = PL_NO_LINE;
+        }
         if (c->stamp)
             memset(c->stamp, 0, lines * sizeof *c->stamp);
         if (c->when)
             memset(c->when, 0, lines * sizeof *c->when);
-        memset(c->dirty, 0, lines);
-        memset(c->fill, 0, c->sets * sizeof *c->fill);
     }
     c->clock = 0;
     /* xorshift64* must not start at 0; mixing the seed also spreads nearby seeds apart */
@@ -238,35 +234,38 @@ void pl_cache_reset(struct pl_cache *c)
  * in an order word the dropped way's nibble goes and the moved way takes its number. */
 int pl_cache_invalidate(struct pl_cache *c, uint64_t line)
 {
-    if (!c->tag || c->fa)
+    if (!c->set_mem || c->fa)
         return -EINVAL;
     uint64_t set = pl_cache_set(c, line), base = set * c->ways;
-    int found = line == PL_NO_LINE ? -1 : pl_cache_find(c, base, line);
+    struct pl_set *s = pl_cache_block(c, set);
+    int found = line == PL_NO_LINE ? -1 : pl_cache_find(c, s, line);
     if (found < 0)
         return 0;
-    uint32_t w = (uint32_t)found, last = c->fill[set] - 1;
+    uint32_t w = (uint32_t)found, last = s->fill - 1;
     if (c->ordered) {
-        uint64_t o = c->word[set], kept = 0;
+        uint64_t o = s->word, kept = 0;
         for (uint32_t i = 0, j = 0; i <= last; i++) {
             uint64_t way = o >> 4 * i & 15;
             if (way == w)
                 continue;
             kept |= (way == last ? w : way) << 4 * j++;
         }
-        c->word[set] = kept;
+        s->word = kept;
     }
+    uint64_t *tag = pl_set_tags(s, c->tag_off);
+    uint8_t *dirty = pl_set_dirty(s, c->dirty_off);
     uint64_t to = base + w, from = base + last;
-    c->tag[to] = c->tag[from];
-    c->fp[to] = c->fp[from];
-    c->dirty[to] = c->dirty[from];
+    tag[w] = tag[last];
+    s->fp[w] = s->fp[last];
+    dirty[w] = dirty[last];
     if (c->stamp)
         c->stamp[to] = c->stamp[from];
     if (c->when)
         c->when[to] = c->when[from];
-    c->tag[from] = PL_NO_LINE;
-    c->fp[from] = 0;
-    c->dirty[from] = 0;
-    c->fill[set] = last;
+    tag[last] = PL_NO_LINE;
+    s->fp[last] = 0;
+    dirty[last] = 0;
+    s->fill = last;
     c->mru_valid = 0;
     c->mru_line = PL_NO_LINE;
     return 1;
@@ -358,29 +357,29 @@ void pl_cache_classify(struct pl_cache *c, uint64_t line, uint32_t *when, int ev
 }
 
 /* The way a full set gives up: the policy's victim. The set's order word or PLRU bits are
- * words[set], its ways' stamps stamps[base ..]; each is read only under its policies. */
-PL_HOT uint32_t victim(struct pl_cache *c, const uint64_t *words, uint64_t set,
-                       const uint64_t *stamps, uint64_t base)
+ * *word, its ways' stamps stamps[base ..]; each is read only under its policies. */
+PL_HOT uint32_t victim(struct pl_cache *c, const uint64_t *word, const uint64_t *stamps,
+                       uint64_t base)
 {
     if (c->ordered)
-        return (uint32_t)(words[set] >> 4 * (c->ways - 1)) & 15; /* the last in order */
+        return (uint32_t)(*word >> 4 * (c->ways - 1)) & 15; /* the last in order */
     if (c->policy == PL_POLICY_PLRU)
-        return plru_victim(words[set], c->plru_depth);
+        return plru_victim(*word, c->plru_depth);
     if (c->policy == PL_POLICY_RANDOM)
         return random_way(c);
     return oldest_way(stamps + base, c->ways);
 }
 
 /* Way w of the set (slot slot) now holds a new line, the most recently used (filled) one. */
-PL_HOT void fill_way(struct pl_cache *c, uint64_t *words, uint64_t set, uint64_t *stamps,
-                     uint64_t slot, uint32_t w)
+PL_HOT void fill_way(struct pl_cache *c, uint64_t *word, uint64_t *stamps, uint64_t slot,
+                     uint32_t w)
 {
     if (c->ordered)
-        words[set] = words[set] << 4 | w;
+        *word = *word << 4 | w;
     else if (stamps)
         stamps[slot] = ++c->clock;
     if (c->policy == PL_POLICY_PLRU)
-        pl_cache_plru_touch(&words[set], c->plru_depth, w);
+        pl_cache_plru_touch(word, c->plru_depth, w);
 }
 
 /* The miss's bookkeeping once line is in: its dirty flag and the MRU. */
@@ -398,27 +397,27 @@ PL_HOT int filled(struct pl_cache *c, uint64_t line, uint8_t *d, int is_write, i
 int pl_cache_miss(struct pl_cache *c, uint64_t set, uint64_t line, int is_write, uint8_t **dirty)
 {
     uint64_t base = set * c->ways;
-    uint32_t w, fill = c->fill[set];
+    struct pl_set *s = pl_cache_block(c, set);
+    uint32_t w, fill = s->fill;
     if (__builtin_expect(line == PL_NO_LINE, 0)) {
         /* the one line number that equals the empty-slot tag: only valid slots count */
         for (uint32_t i = 0; i < fill; i++)
-            if (c->tag[base + i] == line)
-                return pl_cache_hit(c, line, set, base, (int)i, is_write, dirty);
+            if (pl_set_tags(s, c->tag_off)[i] == line)
+                return pl_cache_hit(c, line, set, s, (int)i, is_write, dirty);
     } else if (c->ordered && c->policy == PL_POLICY_LRU) {
         return pl_cache_fill_lru(c, set, line, is_write, dirty);
     }
     int flags = 0;
     if (fill < c->ways) {
         w = fill; /* free ways first, in order */
-        c->fill[set] = fill + 1;
+        s->fill = fill + 1;
     } else {
-        w = victim(c, c->word, set, c->stamp, base);
+        w = victim(c, &s->word, c->stamp, base);
         flags = PL_SIM_EVICT;
     }
-    uint64_t slot = base + w;
-    pl_cache_install(c, slot, line, is_write, flags);
-    fill_way(c, c->word, set, c->stamp, slot, w);
-    flags = filled(c, line, &c->dirty[slot], is_write, flags, dirty);
+    uint8_t *d = pl_cache_install(c, s, set, w, line, is_write, flags);
+    fill_way(c, &s->word, c->stamp, base + w, w);
+    flags = filled(c, line, d, is_write, flags, dirty);
     if (__builtin_expect(c->shadow != NULL, 0) && pl_shadow_full(c->shadow))
         pl_cache_renumber(c);
     return flags;
@@ -428,20 +427,21 @@ static int fa_access(struct pl_cache *c, uint64_t line, int is_write, uint8_t **
 {
     uint32_t node;
     int evicted, flags = 0;
-    uint64_t old;
+    uint64_t old = 0;
+    uint8_t *d = pl_set_dirty(pl_cache_block(c, 0), c->dirty_off); /* one set */
     if (pl_lru_access(c->fa, line, &node, &evicted, &old)) {
-        c->dirty[node] |= (uint8_t)(is_write != 0);
+        d[node] |= (uint8_t)(is_write != 0);
         flags = PL_SIM_HIT;
     } else {
-        pl_cache_count_miss(c, line, is_write, NULL, 0, 0, 0); /* one LRU set: no shadow */
+        pl_cache_count_miss(c, line, is_write, NULL, 0, &old); /* one LRU set: no shadow */
         if (evicted) {
             flags = PL_SIM_EVICT;
             c->n.evictions++;
-            c->n.writebacks += c->dirty[node];
+            c->n.writebacks += d[node];
         }
-        c->dirty[node] = (uint8_t)(is_write != 0);
+        d[node] = (uint8_t)(is_write != 0);
     }
-    *dirty = &c->dirty[node];
+    *dirty = &d[node];
     c->mru_line = line;
     c->mru_dirty = *dirty;
     c->mru_valid = 1;
@@ -538,7 +538,7 @@ static int lazy_access(struct pl_cache *c, uint64_t set, uint64_t line, int is_w
         /* no room (once out of memory, no more tries): the line is not kept, the counts are
          * incomplete, and stats say so */
         uint32_t spare_when = 0;
-        pl_cache_count_miss(c, line, is_write, &spare_when, 0, 0, 0);
+        pl_cache_count_miss(c, line, is_write, &spare_when, 0, &line);
         c->err = -ENOMEM;
         c->spare = 0;
         *dirty = &c->spare;
@@ -552,15 +552,15 @@ static int lazy_access(struct pl_cache *c, uint64_t set, uint64_t line, int is_w
         b->fill = fill + 1;
         c->held++;
     } else {
-        w = victim(c, &b->word, 0, s.stamp, 0);
+        w = victim(c, &b->word, s.stamp, 0);
         flags = PL_SIM_EVICT;
         c->n.evictions++;
         c->n.writebacks += s.dirty[w];
     }
     uint32_t *when = s.when ? &s.when[w] : NULL;
-    pl_cache_count_miss(c, line, is_write, when, flags, b->tag[w], when ? *when : 0);
+    pl_cache_count_miss(c, line, is_write, when, flags, &b->tag[w]);
     b->tag[w] = line;
-    fill_way(c, &b->word, 0, s.stamp, w, w);
+    fill_way(c, &b->word, s.stamp, w, w);
     flags = filled(c, line, &s.dirty[w], is_write, flags, dirty);
     if (c->shadow && pl_shadow_full(c->shadow))
         pl_cache_renumber(c);

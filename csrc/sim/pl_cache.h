@@ -37,6 +37,20 @@ struct pl_chunk;
 /* Sizes of a lazy set's slots: ceil(log2(room)) for room up to PL_SIM_MAX_WAYS ways. */
 #define PL_BLOCK_CLASSES 13
 
+/* A dense set's block: its order word (under LRU and FIFO with ordered sets, its way numbers in
+ * 4-bit nibbles, most recently used (filled) first, so a lookup needs neither a search for the
+ * victim nor a stamp per slot: positions at and beyond the fill hold leftovers, which the
+ * lowest-match search never reaches; under PLRU its tree bits, bit n set = the victim is right
+ * of node n; unused under random and for wider sets, which use stamps), its fill (ways [0,
+ * fill) are valid: the model never invalidates a line, and pl_cache_invalidate keeps them a
+ * prefix), then the fingerprints of its ways' tags (pl_cache_find) in groups of 16, then at
+ * dirty_off a dirty flag per way and at tag_off a tag per way. */
+struct pl_set {
+    uint64_t word;
+    uint32_t fill, unused;
+    uint8_t fp[];
+};
+
 struct pl_cache {
     unsigned shift; /* log2 bytes per line (per page for a TLB) */
     uint32_t ways;
@@ -48,24 +62,18 @@ struct pl_cache {
     int masked;
     int policy;  /* PL_POLICY_* */
     int ordered; /* LRU or FIFO order kept in one word per set (at most PL_CACHE_ORDER_WAYS) */
-    /* Dense levels: per set, ways slots starting at set * ways; slots [0, fill[set]) are valid
-     * (the model never invalidates a line, so the valid slots stay a prefix). */
-    uint64_t *tag;
-    /* Per slot, the fingerprint of its tag (pl_cache_find), and 16 spare bytes at the end;
-     * fp_last masks the ways of a set's last group of 16. */
-    uint8_t *fp;
-    uint32_t fp_last;
-    /* Per set, one word: under LRU and FIFO with ordered sets, its way numbers in 4-bit nibbles,
-     * most recently used (filled) first, so a lookup needs neither a search for the victim nor
-     * a stamp per slot (positions at and beyond the fill hold leftovers, which the lowest-match
-     * search below never reaches); under PLRU its tree bits (bit n set = the victim is right of
-     * node n). NULL under random and for wider LRU/FIFO sets, which use stamp. */
-    uint64_t *word;
+    /* Dense levels: one block of stride bytes per set (struct pl_set, 64-byte aligned), its
+     * order word, fill, fingerprints, dirty flags and tags side by side, so that a lookup reads
+     * the block's first host line and the line of its candidate's tag, and a miss the same two:
+     * in a level larger than the host's caches, separate arrays cost a host miss each. A slot
+     * (set * ways + way) indexes the arrays of the features that are off by default: */
+    char *set_mem, *set_raw; /* the blocks; set_raw as allocated (for free) */
+    uint64_t stride;
+    uint32_t dirty_off, tag_off; /* where a block's dirty flags and tags begin */
+    uint32_t fp_last;            /* masks the ways of a set's last group of 16 fingerprints */
     uint64_t *stamp; /* wide LRU: time of last use; wide FIFO: time of fill; else NULL */
     uint32_t *when;  /* per slot, its line's stamp in the classification shadow; else NULL */
-    uint8_t *dirty;
-    uint32_t *fill;
-    /* Lazy levels (tag == NULL): sets >> PL_LEAF_SHIFT leaf pointers, NULL until a set of the
+    /* Lazy levels (set_mem == NULL): sets >> PL_LEAF_SHIFT leaf pointers, NULL until a set of the
      * leaf is touched, and the list of allocated leaves, which reset walks. Leaves and sets
      * live in chunks of pages (bump allocated; a set that outgrows its block leaves it on the
      * free list of its size), which reset unmaps. */
@@ -177,19 +185,38 @@ PL_HOT uint32_t pl_match16(const uint8_t *p, uint8_t f)
 #endif
 }
 
-/* The way of line in the set whose slots start at base, or -1. Sixteen fingerprints are
- * compared at once, and only the candidates' tags are read. */
-PL_HOT int pl_cache_find(const struct pl_cache *c, uint64_t base, uint64_t line)
+/* The block of set in a dense level's blocks (at mem, stride bytes each), its dirty flags
+ * (dirty_off bytes into it) and its tags (tag_off). */
+PL_HOT struct pl_set *pl_set_at(char *mem, uint64_t stride, uint64_t set)
 {
-    const uint8_t *fp = c->fp + base;
+    return (struct pl_set *)(void *)(mem + set * stride);
+}
+PL_HOT uint8_t *pl_set_dirty(struct pl_set *s, uint32_t dirty_off)
+{
+    return (uint8_t *)s + dirty_off;
+}
+PL_HOT uint64_t *pl_set_tags(struct pl_set *s, uint32_t tag_off)
+{
+    return (uint64_t *)(void *)((char *)s + tag_off);
+}
+PL_HOT struct pl_set *pl_cache_block(const struct pl_cache *c, uint64_t set)
+{
+    return pl_set_at(c->set_mem, c->stride, set);
+}
+
+/* The way of line in set block s, or -1. Sixteen fingerprints are compared at once, and only
+ * the candidates' tags are read. */
+PL_HOT int pl_cache_find(const struct pl_cache *c, struct pl_set *s, uint64_t line)
+{
+    const uint64_t *tag = pl_set_tags(s, c->tag_off);
     uint8_t f = pl_cache_fingerprint(line);
     for (uint32_t i = 0; i < c->ways; i += 16) {
-        uint32_t m = pl_match16(fp + i, f);
+        uint32_t m = pl_match16(s->fp + i, f);
         if (i + 16 >= c->ways)
             m &= c->fp_last;
         for (; m; m &= m - 1) {
             uint32_t w = i + (uint32_t)__builtin_ctz(m);
-            if (c->tag[base + w] == line)
+            if (tag[w] == line)
                 return (int)w;
         }
     }
@@ -212,29 +239,35 @@ PL_HOT void pl_cache_order_touch(uint64_t *order, uint32_t w)
     *order = (o & ~through) | (o & before) << 4 | w;
 }
 
-/* Count a miss of line, and classify it (pl_cache_classify). */
+/* Count a miss of line, and classify it (pl_cache_classify). *victim, the tag line replaces
+ * (when evicted), is read only to classify: without classification its host cache line, cold in
+ * a large level, is only written. */
 PL_HOT void pl_cache_count_miss(struct pl_cache *c, uint64_t line, int is_write, uint32_t *when,
-                                int evicted, uint64_t victim, uint32_t vwhen)
+                                int evicted, const uint64_t *victim)
 {
     c->n.read_misses += !is_write;
     c->n.write_misses += is_write != 0;
     if (__builtin_expect(c->seen != NULL, 0))
-        pl_cache_classify(c, line, when, evicted, victim, vwhen);
+        pl_cache_classify(c, line, when, evicted, *victim, when ? *when : 0);
 }
 
-/* Line (not PL_NO_LINE) fills slot of a dense level on a miss: the eviction of its line before
- * (when evicted), the miss and its class counted, tag and fingerprint written. */
-PL_HOT void pl_cache_install(struct pl_cache *c, uint64_t slot, uint64_t line, int is_write,
-                             int evicted)
+/* Line (not PL_NO_LINE) fills way w of set (block s) of a dense level on a miss: the eviction
+ * of its line before (when evicted), the miss and its class counted, tag and fingerprint
+ * written. Returns the way's dirty flag, not yet set. */
+PL_HOT uint8_t *pl_cache_install(struct pl_cache *c, struct pl_set *s, uint64_t set, uint32_t w,
+                                 uint64_t line, int is_write, int evicted)
 {
+    uint8_t *d = pl_set_dirty(s, c->dirty_off) + w;
+    uint64_t *tag = pl_set_tags(s, c->tag_off) + w;
     if (evicted) {
         c->n.evictions++;
-        c->n.writebacks += c->dirty[slot];
+        c->n.writebacks += *d;
     }
-    uint32_t *when = c->when ? &c->when[slot] : NULL;
-    pl_cache_count_miss(c, line, is_write, when, evicted, c->tag[slot], when ? *when : 0);
-    c->tag[slot] = line;
-    c->fp[slot] = pl_cache_fingerprint(line);
+    uint32_t *when = c->when ? &c->when[set * c->ways + w] : NULL;
+    pl_cache_count_miss(c, line, is_write, when, evicted, tag);
+    *tag = line;
+    s->fp[w] = pl_cache_fingerprint(line);
+    return d;
 }
 
 /* The miss of line (not PL_NO_LINE) in set of a dense level under LRU with its order in one
@@ -243,19 +276,18 @@ PL_HOT void pl_cache_install(struct pl_cache *c, uint64_t slot, uint64_t line, i
 PL_HOT int pl_cache_fill_lru(struct pl_cache *c, uint64_t set, uint64_t line, int is_write,
                              uint8_t **dirty)
 {
-    uint64_t base = set * c->ways, order = c->word[set];
-    uint32_t w = c->fill[set];
+    struct pl_set *s = pl_cache_block(c, set);
+    uint64_t order = s->word;
+    uint32_t w = s->fill;
     int out = 0;
     if (w < c->ways) {
-        c->fill[set] = w + 1;
+        s->fill = w + 1;
     } else {
         w = (uint32_t)(order >> 4 * (c->ways - 1)) & 15;
         out = PL_SIM_EVICT;
     }
-    uint64_t slot = base + w;
-    pl_cache_install(c, slot, line, is_write, out);
-    c->word[set] = order << 4 | w;
-    uint8_t *d = &c->dirty[slot];
+    uint8_t *d = pl_cache_install(c, s, set, w, line, is_write, out);
+    s->word = order << 4 | w;
     *d = (uint8_t)(is_write != 0);
     *dirty = d;
     c->mru_line = line;
@@ -274,21 +306,22 @@ PL_HOT void pl_cache_shadow_hit(struct pl_cache *c, uint32_t *when)
         pl_cache_renumber(c);
 }
 
-/* Bookkeeping of a hit on way w of a dense set (its slots start at base). */
-PL_HOT int pl_cache_hit(struct pl_cache *c, uint64_t line, uint64_t set, uint64_t base, int w,
+/* Bookkeeping of a hit on way w of a dense set (block s). */
+PL_HOT int pl_cache_hit(struct pl_cache *c, uint64_t line, uint64_t set, struct pl_set *s, int w,
                         int is_write, uint8_t **dirty)
 {
-    uint64_t slot = base + (uint64_t)w;
+    uint64_t slot = set * c->ways + (uint64_t)w;
     if (c->policy == PL_POLICY_LRU && c->ordered)
-        pl_cache_order_touch(&c->word[set], (uint32_t)w);
+        pl_cache_order_touch(&s->word, (uint32_t)w);
     else if (c->policy == PL_POLICY_LRU)
         c->stamp[slot] = ++c->clock;
     else if (c->policy == PL_POLICY_PLRU)
-        pl_cache_plru_touch(&c->word[set], c->plru_depth, (uint32_t)w);
+        pl_cache_plru_touch(&s->word, c->plru_depth, (uint32_t)w);
     if (c->shadow)
         pl_cache_shadow_hit(c, &c->when[slot]);
-    c->dirty[slot] |= (uint8_t)(is_write != 0);
-    *dirty = &c->dirty[slot];
+    uint8_t *d = pl_set_dirty(s, c->dirty_off) + w;
+    *d |= (uint8_t)(is_write != 0);
+    *dirty = d;
     c->mru_line = line;
     c->mru_dirty = *dirty;
     c->mru_valid = 1;
@@ -299,11 +332,11 @@ PL_HOT int pl_cache_hit(struct pl_cache *c, uint64_t line, uint64_t set, uint64_
 PL_HOT int pl_cache_lookup(struct pl_cache *c, uint64_t set, uint64_t line, int is_write,
                            uint8_t **dirty)
 {
-    uint64_t base = set * c->ways;
-    int w = line == PL_NO_LINE ? -1 : pl_cache_find(c, base, line);
+    struct pl_set *s = pl_cache_block(c, set);
+    int w = line == PL_NO_LINE ? -1 : pl_cache_find(c, s, line);
     if (w < 0)
         return pl_cache_miss(c, set, line, is_write, dirty);
-    return pl_cache_hit(c, line, set, base, w, is_write, dirty);
+    return pl_cache_hit(c, line, set, s, w, is_write, dirty);
 }
 
 /* Look up one line (page) number, fill it on a miss, count it. Returns PL_SIM_HIT and/or

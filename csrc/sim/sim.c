@@ -25,8 +25,9 @@ struct quick {
     pl_u128 mod;       /* pl_cache's */
     uint64_t sets;
     uint32_t ways, fp_last;
-    uint64_t *tag, *word;
-    uint8_t *fp, *dirty;
+    char *set_mem; /* its set blocks (struct pl_set), stride bytes each */
+    uint64_t stride;
+    uint32_t dirty_off, tag_off;
     uint32_t *when; /* NULL without a shadow */
     struct pl_shadow *shadow;
     struct pl_cache *l1;
@@ -193,7 +194,7 @@ int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out)
     sim->shift = cfg->nlevels ? k->level[0].shift : k->page_shift;
     struct pl_cache *l1 = &k->level[0];
     /* 1-byte lines are left out: their line numbers reach PL_NO_LINE */
-    int on = cfg->nlevels && l1->tag && !l1->fa && l1->policy == PL_POLICY_LRU && l1->ordered &&
+    int on = cfg->nlevels && l1->set_mem && !l1->fa && l1->policy == PL_POLICY_LRU && l1->ordered &&
              l1->shift > 0;
     k->no_page = on ? 0 : PL_NO_LINE;
     k->q = (struct quick){
@@ -204,10 +205,10 @@ int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out)
         .sets = l1->sets,
         .ways = l1->ways,
         .fp_last = l1->fp_last,
-        .tag = l1->tag,
-        .word = l1->word,
-        .fp = l1->fp,
-        .dirty = l1->dirty,
+        .set_mem = l1->set_mem,
+        .stride = l1->stride,
+        .dirty_off = l1->dirty_off,
+        .tag_off = l1->tag_off,
         .when = l1->when,
         .shadow = l1->shadow,
         .l1 = l1,
@@ -449,20 +450,20 @@ PL_HOT int quick(struct pl_sim *sim, const struct quick *q, uint64_t a, uint64_t
     uint64_t x = a >> sim->shift;
     uint64_t s =
         __builtin_expect(q->set_mask != 0, 1) ? x & q->set_mask : pl_fastmod(x, q->mod, q->sets);
-    uint64_t base = s * q->ways, slot;
-    uint32_t w, m = pl_match16(q->fp + base, pl_cache_fingerprint(x)) & q->fp_last;
+    struct pl_set *b = pl_set_at(q->set_mem, q->stride, s);
+    const uint64_t *tag = pl_set_tags(b, q->tag_off);
+    uint32_t w, m = pl_match16(b->fp, pl_cache_fingerprint(x)) & q->fp_last;
     for (;; m &= m - 1) {
         if (!m) {
             *set = s;
             return 0;
         }
         w = (uint32_t)__builtin_ctz(m);
-        slot = base + w;
-        if (q->tag[slot] == x)
+        if (tag[w] == x)
             break;
     }
-    pl_cache_order_touch(&q->word[s], w);
-    uint8_t *dirty = &q->dirty[slot];
+    pl_cache_order_touch(&b->word, w);
+    uint8_t *dirty = pl_set_dirty(b, q->dirty_off) + w;
     if (is_write)
         *dirty = 1;
     *last = x;
@@ -470,7 +471,7 @@ PL_HOT int quick(struct pl_sim *sim, const struct quick *q, uint64_t a, uint64_t
     q->l1->mru_line = x;
     q->l1->mru_dirty = dirty;
     if (q->shadow) {
-        pl_shadow_touch(q->shadow, &q->when[slot]);
+        pl_shadow_touch(q->shadow, &q->when[s * q->ways + w]);
         if (pl_shadow_full(q->shadow))
             quick_renumber(sim);
     }
@@ -510,16 +511,15 @@ static inline int lean_hit(struct pl_sim *sim, const struct quick *q, uint64_t x
 static __attribute__((noinline)) int lean_other(struct pl_sim *sim, const struct quick *q,
                                                 uint64_t x, uint64_t s, int is_write)
 {
-    uint64_t base = s * q->ways;
+    struct pl_set *b = pl_set_at(q->set_mem, q->stride, s);
+    const uint64_t *tag = pl_set_tags(b, q->tag_off);
     sim->fast[is_write]++;
-    for (uint32_t m = pl_match16(q->fp + base, pl_cache_fingerprint(x)) & q->fp_last; m;
-         m &= m - 1) {
+    for (uint32_t m = pl_match16(b->fp, pl_cache_fingerprint(x)) & q->fp_last; m; m &= m - 1) {
         uint32_t w = (uint32_t)__builtin_ctz(m);
-        uint64_t slot = base + w;
-        if (q->tag[slot] != x)
+        if (tag[w] != x)
             continue;
-        pl_cache_order_touch(&q->word[s], w);
-        return lean_hit(sim, q, x, &q->dirty[slot], is_write);
+        pl_cache_order_touch(&b->word, w);
+        return lean_hit(sim, q, x, pl_set_dirty(b, q->dirty_off) + w, is_write);
     }
     return quick_miss(sim, x, s, is_write);
 }
@@ -537,11 +537,12 @@ int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_
     if (q->lean && (addr & sim->gmask) + size - 1 <= sim->gmask &&
         addr >> q->page_shift == *q->page) {
         uint64_t x = addr >> sim->shift, s = x & q->set_mask;
-        uint64_t slot = s * q->ways + (q->word[s] & 15); /* the first way in order */
-        if (q->tag[slot] != x)
+        struct pl_set *b = pl_set_at(q->set_mem, q->stride, s);
+        uint32_t w = (uint32_t)b->word & 15; /* the first way in order */
+        if (pl_set_tags(b, q->tag_off)[w] != x)
             return lean_other(sim, q, x, s, is_write);
         sim->fast[is_write]++;
-        return lean_hit(sim, q, x, &q->dirty[slot], is_write);
+        return lean_hit(sim, q, x, pl_set_dirty(b, q->dirty_off) + w, is_write);
     }
     return access_quick(sim, addr, size, is_write);
 }
