@@ -8,8 +8,8 @@ OUT/results.json. Where the configuration names chapters to record (.ci/record_c
 --guest), it records them into OUT instead of the runs and nbval.
 `kernel_guest.py run` runs the doctor, the experiments and a squeeze in one interpreter (under
 TCG each interpreter's start costs seconds) through the same entry points as the command line,
-and prints one JSON document: per step its exit status, its JSON output, a traceback if it
-raised, and its time.
+then a squeeze interrupted while its scene runs, and prints one JSON document: per step its exit
+status, its JSON output, a traceback if it raised, and its time.
 """
 
 import contextlib
@@ -17,8 +17,10 @@ import faulthandler
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -77,12 +79,61 @@ def run():
         print(json.dumps(squeeze(file_mb=32, competitor_mb=40, limit_mb=64).to_dict()))
         return 0
 
+    def interrupted():
+        print(json.dumps(_interrupt_squeeze(squeeze)))
+        return 0
+
     calls = [(name, lambda argv=argv: main(argv)) for name, argv in CLI]
     steps = {}
-    for name, call in [*calls, ("squeeze", squeezed)]:
+    for name, call in [*calls, ("squeeze", squeezed), ("squeeze-interrupted", interrupted)]:
         steps[name] = _step(call)
         _log(f"uid {os.getuid()}: {name} took {steps[name]['seconds']:.1f} s")
     print(json.dumps(steps))
+
+
+def _interrupt_squeeze(squeeze):
+    """A squeeze interrupted (SIGINT, as Jupyter's interrupt) once its scene and competitor are
+    both in its cgroup: whether it raised KeyboardInterrupt, which of those processes still run
+    a moment later, and whether the cgroup is still there."""
+    from pagelab import sandbox_parent
+
+    parent, _ = sandbox_parent()
+    if parent is None:
+        return {"sandboxed": False}
+    procs_file = parent / f"pagelab-squeeze-{os.getpid()}" / "cgroup.procs"
+    seen, done = [], threading.Event()
+
+    def watch():
+        while not done.wait(0.05):
+            with contextlib.suppress(OSError, ValueError):
+                if len(pids := [int(p) for p in procs_file.read_text().split()]) >= 2:
+                    seen.extend(pids)
+                    os.kill(os.getpid(), signal.SIGINT)
+                    return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        squeeze(file_mb=32, competitor_mb=40, limit_mb=64)
+        raised = False
+    except KeyboardInterrupt:
+        raised = True
+    finally:
+        done.set()
+        watcher.join()
+    time.sleep(1)  # killed processes take a moment to go
+    running = []
+    for pid in seen:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                running.append(pid)
+    return {
+        "sandboxed": True,
+        "interrupted": raised,
+        "processes": len(seen),
+        "still_running": running,
+        "cgroup_left": procs_file.parent.exists(),
+    }
 
 
 def _sh(*cmd):

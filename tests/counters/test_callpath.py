@@ -9,6 +9,7 @@ import time
 import pytest
 
 from pagelab import BadInput, callpaths
+from pagelab.counters.callpath import parse_script
 from pagelab.machine import environment as env
 
 VSYSCALL_LOOP = r"""
@@ -49,7 +50,39 @@ def test_vsyscall_calls_run_through_emulate_vsyscall(loop):
     assert paths.samples > 100 and paths.passing > 0
     for chain, _ in paths.chains:
         assert "exc_page_fault" in chain[: chain.index("emulate_vsyscall")], chain
+    # the loop does nothing else in the kernel: (nearly) every kernel sample is a page fault's
+    assert paths.entries.get("asm_exc_page_fault", 0) >= 0.9 * paths.kernel, paths.entries
     assert "through emulate_vsyscall" in str(paths)
+    assert "entered the kernel through: asm_exc_page_fault" in str(paths)
+
+
+# perf script -F ip,sym,dso with -g: a block per sample, its chain leaf first
+SCRIPT = """
+\tffffffff81001000 __x64_sys_time+0x5 ([kernel.kallsyms])
+\tffffffff81002000 emulate_vsyscall+0x40 ([kernel.kallsyms])
+\tffffffff81003000 exc_page_fault+0x70 ([kernel.kallsyms])
+\tffffffff81004000 asm_exc_page_fault+0x26 ([kernel.kallsyms])
+\t          401136 main+0x16 (/tmp/tpf)
+
+\tffffffff81005000 do_user_addr_fault+0x1e ([kernel.kallsyms])
+\tffffffff81003000 exc_page_fault+0x70 ([kernel.kallsyms])
+\tffffffff81004000 asm_exc_page_fault+0x26 ([kernel.kallsyms])
+
+\tffffffff81006000 load_elf_binary+0x9 ([kernel.kallsyms])
+\tffffffff81007000 entry_SYSCALL_64_after_hwframe+0x76 ([kernel.kallsyms])
+
+\t          401136 main+0x16 (/tmp/tpf)
+"""
+
+
+def test_a_profile_counts_kernel_samples_by_chain_and_by_entry():
+    """perf script's blocks give the samples, those with a kernel frame, the chains through the
+    function asked about (entry first) and where each kernel sample entered the kernel."""
+    samples, kernel, chains, entries = parse_script(SCRIPT, "emulate_vsyscall")
+    assert (samples, kernel) == (4, 3)
+    chain = ("asm_exc_page_fault", "exc_page_fault", "emulate_vsyscall", "__x64_sys_time")
+    assert dict(chains) == {chain: 1}
+    assert dict(entries) == {"asm_exc_page_fault": 2, "entry_SYSCALL_64_after_hwframe": 1}
 
 
 def test_vdso_calls_never_reach_the_emulation(loop):

@@ -2,11 +2,14 @@
 
 import mmap
 import os
+import sys
+import time
 
 import pytest
 
 import pagelab
 from pagelab.experiments import squeeze as squeeze_module
+from pagelab.native import worker as _worker
 
 
 def fake_tree(tmp_path, controllers="cpu memory", subtree="memory", v2=True, own="/lab"):
@@ -185,3 +188,61 @@ def test_bad_sizes_are_bad_input(kw):
     squeeze, or non-integers: one BadInput."""
     with pytest.raises(pagelab.BadInput, match="squeeze"):
         pagelab.squeeze(**kw)
+
+
+# A stand-in scene for _run_scene: it forks a child that writes its pid and both sleep, as the
+# real scene's competitor outlives a stopped victim.
+SLEEPING_SCENE = (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+    "time.sleep(60)\n"
+)
+
+
+def _pid_from(path):
+    for _ in range(500):
+        if path.exists() and path.read_text():
+            return int(path.read_text())
+        time.sleep(0.01)
+    raise AssertionError(f"the stand-in scene never wrote {path}")
+
+
+def _gone(pid):
+    """The process has exited (a zombie counts: it runs no more)."""
+    for _ in range(300):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _run_stand_in(tmp_path, scene_timeout, call_timeout):
+    pid_file = tmp_path / "child.pid"
+    cmd = [sys.executable, "-c", SLEEPING_SCENE, str(pid_file)]
+    args = {"cmd": cmd, "timeout": scene_timeout}
+    return pid_file, lambda: _worker.call(
+        "pagelab.experiments.squeeze:_run_scene", args, timeout=call_timeout
+    )
+
+
+def test_a_scene_past_its_timeout_is_stopped_with_what_it_started(tmp_path):
+    """Past its own timeout the scene is killed by its worker, its competitor too, and the
+    result says why."""
+    pid_file, run = _run_stand_in(tmp_path, scene_timeout=1, call_timeout=30)
+    got = run()
+    assert got == {"error": "the scene ran longer than 1 s and was stopped"}
+    assert _gone(_pid_from(pid_file))
+
+
+def test_ending_the_worker_ends_the_scene_and_its_competitor(tmp_path):
+    """When the worker is ended from outside (the caller's timeout, as an interrupt does), the
+    scene's processes end with it: they share its process group, not a session of their own."""
+    pid_file, run = _run_stand_in(tmp_path, scene_timeout=60, call_timeout=3)
+    with pytest.raises(_worker.WorkerTimeout):
+        run()
+    assert _gone(_pid_from(pid_file)), "the scene's child outlived its worker"

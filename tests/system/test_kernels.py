@@ -103,7 +103,8 @@ def test_every_claim_holds_or_says_why(guest):
 
 def test_the_kernel_shows_what_the_story_needs(guest):
     """What each configuration is for: emulate mode's trap, swap-backed major faults and a real
-    squeeze in a; vsyscall=none and THP never said as reasons in b; a second version in c."""
+    squeeze, also interrupted, in a; vsyscall=none and THP never said as reasons in b; a second
+    version in c."""
     config, results = guest
     root = _claims(results, "root", "vsyscall")
     if config.name == "a":
@@ -112,6 +113,11 @@ def test_the_kernel_shows_what_the_story_needs(guest):
         squeeze = _claims(results, "root", "squeeze")
         assert squeeze["squeeze-major-faults"]["holds"] is True
         assert squeeze["squeeze-bounded"]["holds"] is True
+        # an interrupt ends the scene and its competitor, and the cgroup goes with them
+        stopped = _steps(results, "root")["squeeze-interrupted"]["json"]
+        assert stopped["sandboxed"] and stopped["interrupted"], stopped
+        assert stopped["processes"] >= 2 and not stopped["still_running"], stopped
+        assert not stopped["cgroup_left"], stopped
         # the distribution's paranoid level 3 stops nobody's perf events, and the claim says so
         nobody = _claims(results, "nobody", "vsyscall")["vsyscall-fault-per-call"]
         assert nobody["holds"] is None and "paranoid" in nobody["reason"]

@@ -32,6 +32,7 @@ class CallPaths:
     samples: int = 0  # samples recorded
     kernel: int = 0  # samples with a kernel frame
     chains: list = field(default_factory=list)  # [(frames entry first, samples)], most first
+    entries: dict = field(default_factory=dict)  # kernel samples by their chain's entry frame
     reason: str = ""  # why nothing could be sampled here ("" when it could)
     source: str = "sw"
 
@@ -53,6 +54,8 @@ class CallPaths:
             f"the kernel, {pct(self.passing)} through {self.through}:"
         ]
         lines += [f"  {pct(n)}  {' > '.join(chain)}" for chain, n in self.chains[:TOP]]
+        entries = ", ".join(f"{name} {pct(n)}" for name, n in list(self.entries.items())[:TOP])
+        lines.append(f"  entered the kernel through: {entries}")
         return "\n".join(lines)
 
 
@@ -67,19 +70,21 @@ def _frames(block):
 
 
 def parse_script(text, through):
-    """(samples, kernel samples, Counter of kernel chains through ``through``) from perf script
-    output with the ip, sym and dso fields."""
+    """(samples, kernel samples, Counter of kernel chains through ``through``, Counter of the
+    kernel chains' entry frames) from perf script output with the ip, sym and dso fields."""
     samples = kernel = 0
-    chains = Counter()
+    chains, entries = Counter(), Counter()
     for block in text.split("\n\n"):
         if not block.strip():
             continue
         samples += 1
         frames = _frames(block)
-        kernel += bool(frames)
+        if frames:
+            kernel += 1
+            entries[frames[0]] += 1
         if through in frames:
             chains[tuple(frames)] += 1
-    return samples, kernel, chains
+    return samples, kernel, chains, entries
 
 
 def _unsampled(paranoid):
@@ -132,8 +137,10 @@ def callpaths(command, through, timeout=60):
             )
         except subprocess.TimeoutExpired:
             return CallPaths(command, through, reason=f"perf script ran past {timeout} s")
-    samples, kernel, chains = parse_script(script.stdout, through)
+    samples, kernel, chains, entries = parse_script(script.stdout, through)
     if not kernel:
         reason = _unsampled(env.perf_event_paranoid("/")) if samples else "perf got no samples"
         return CallPaths(command, through, samples, reason=reason)
-    return CallPaths(command, through, samples, kernel, chains.most_common())
+    return CallPaths(
+        command, through, samples, kernel, chains.most_common(), entries=dict(entries.most_common())
+    )

@@ -14,12 +14,10 @@ Two ways to a cgroup of our own, detected by reading only, each gone after the r
 pagelab never writes to a cgroup it did not create; where neither way exists, the result says why.
 """
 
-import contextlib
 import json
 import mmap
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -144,48 +142,74 @@ def squeeze(file_mb=32, competitor_mb=40, limit_mb=64):
     if not scratch.disk_backed:  # a file in memory could only be evicted to swap
         reason = f"no disk-backed scratch directory ({scratch.path} is {scratch.fs_type})"
         return _result(params, None, reason)
-    raw = _worker.call(
-        "pagelab.experiments.squeeze:sandboxed",
-        {
-            "parent": str(parent) if parent else None,
-            "systemd_run": systemd_run,
-            "scratch": scratch.path,
-            **params,
-        },
-        timeout=TIMEOUT,
-        what="squeeze",
-        pass_env=SYSTEMD_ENV,
-    )
+    try:
+        cg = _make_cgroup(parent, limit_mb * MIB) if parent else None
+    except OSError as e:
+        return _result(params, None, f"cannot make a cgroup under {parent} ({e.strerror})")
+    try:
+        raw = _worker.call(
+            "pagelab.experiments.squeeze:sandboxed",
+            {
+                "cgroup": str(cg) if cg else None,
+                "systemd_run": systemd_run,
+                "scratch": scratch.path,
+                **params,
+            },
+            timeout=TIMEOUT,
+            what="squeeze",
+            pass_env=SYSTEMD_ENV,
+        )
+    finally:  # however the worker ended: returned, failed, timed out or interrupted
+        if cg:
+            _remove_cgroup(cg)
     return _result(params, raw, None)
+
+
+def _make_cgroup(parent, limit):
+    """The run's cgroup under ``parent``: memory.max ``limit``, no swap for its anonymous pages."""
+    cg = Path(parent) / f"pagelab-squeeze-{os.getpid()}"
+    try:
+        cg.mkdir()
+    except FileExistsError:
+        raise BadInput(f"squeeze: {cg} exists: another squeeze of this process runs") from None
+    try:
+        (cg / "memory.max").write_text(str(limit))
+        if (cg / "memory.swap.max").exists():
+            (cg / "memory.swap.max").write_text("0")  # anonymous pages cannot go to swap
+    except BaseException:
+        cg.rmdir()
+        raise
+    return cg
+
+
+def _remove_cgroup(cg):
+    """Remove the run's cgroup once the processes in it have left (or it is already gone)."""
+    for _ in range(50):  # a killed or exited scene leaves the cgroup a moment after it ends
+        try:
+            cg.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
 
 
 # ---- inside the worker ----------------------------------------------------------------------
 
 
-def sandboxed(parent, systemd_run, scratch, file_mb, competitor_mb, limit_mb):
-    """Make the cgroup (or the scope), run the scene in it, return what it reported."""
-    limit = limit_mb * MIB
+def sandboxed(cgroup, systemd_run, scratch, file_mb, competitor_mb, limit_mb):
+    """Run the scene in ``cgroup`` (made by the caller), or in a systemd scope made here;
+    return what it reported."""
     args = {"scratch": scratch, "file_mb": file_mb, "competitor_mb": competitor_mb, "join": None}
-    if parent is None:  # systemd creates the scope and removes it when the scene ends
+    if cgroup is None:  # systemd creates the scope and removes it when the scene ends
+        limit = limit_mb * MIB
         how = f"a transient systemd user scope (systemd-run --user --scope -p MemoryMax={limit})"
         cmd = [systemd_run, "--user", "--scope", "--quiet", "--collect"]
         cmd += ["-p", f"MemoryMax={limit}", "-p", "MemorySwapMax=0", "--", *_scene(args)]
         return {"how": how, **_run_scene(cmd)}
-    cg = Path(parent) / f"pagelab-squeeze-{os.getpid()}"
-    cg.mkdir()
-    try:
-        (cg / "memory.max").write_text(str(limit))
-        if (cg / "memory.swap.max").exists():
-            (cg / "memory.swap.max").write_text("0")  # anonymous pages cannot go to swap
-        how = f"a child cgroup of our own, {cg.name}, under {parent}"
-        return {"how": how, **_run_scene(_scene({**args, "join": str(cg / "cgroup.procs")}))}
-    finally:
-        for _ in range(50):  # the exited scene leaves the cgroup a moment after it is reaped
-            try:
-                cg.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+    cg = Path(cgroup)
+    how = f"a child cgroup of our own, {cg.name}, under {cg.parent}"
+    return {"how": how, **_run_scene(_scene({**args, "join": str(cg / "cgroup.procs")}))}
 
 
 def _scene(args):
@@ -194,23 +218,17 @@ def _scene(args):
     return [sys.executable, "-I", str(SCENE), json.dumps(args)]
 
 
-def _run_scene(cmd):
-    """Run the scene; kill its whole process group if it outlives the timeout. Returns the
-    scene's report, or {"error": why}."""
-    p = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # the scene and its competitor: one group to kill
-    )
+def _run_scene(cmd, timeout=TIMEOUT - 10):
+    """Run the scene in the worker's process group, so that whatever ends the worker (its
+    caller's timeout or interrupt) ends the scene and its competitor too; past ``timeout`` the
+    worker kills them itself. Returns the scene's report, or {"error": why}."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        out, err = p.communicate(timeout=TIMEOUT - 10)
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):  # already gone
-            os.killpg(p.pid, signal.SIGKILL)
+        _worker.kill_left_running()
         p.communicate()
-        return {"error": f"the scene ran longer than {TIMEOUT - 10} s and was stopped"}
+        return {"error": f"the scene ran longer than {timeout} s and was stopped"}
     if p.returncode != 0:
         last = (err.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
         return {"error": f"the scene failed: {last}"}
