@@ -393,7 +393,7 @@ static __attribute__((noinline)) int access_lines(struct pl_sim *sim, uint64_t a
     sim->last = end >> sim->shift;
     sim->limit = sim->gmask + 1;
     sim->last_dirty = dirty;
-    return out;
+    return out | PL_SIM_MORE;
 }
 
 /* The quick path's miss: the first level's miss path, then the levels below. */
@@ -408,10 +408,13 @@ static __attribute__((noinline)) int quick_miss(struct pl_sim *sim, uint64_t x, 
         /* the next level's line is this one (the usual case): looked up here, not by fetch's
          * loop over the lines of a block */
         uint8_t *below;
-        if (!(pl_cache_access(&k->level[1], x, is_write, &below) & PL_SIM_HIT) && k->nlevels > 2)
+        if (!(pl_cache_access(&k->level[1], x, is_write, &below) & PL_SIM_HIT))
+            out |= k->nlevels > 2 ? PL_SIM_MORE : PL_SIM_MISS2;
+        if (out & PL_SIM_MORE)
             fetch(k, 2, x << c->shift, c->shift, is_write);
     } else if (k->nlevels > 1) {
         fetch(k, 1, x << c->shift, c->shift, is_write);
+        out |= PL_SIM_MORE;
     }
     sim->last = x;
     sim->limit = sim->gmask + 1;
@@ -643,13 +646,13 @@ void pl_sim_access_outcomes(struct pl_sim *sim, const uint64_t *addr, const uint
     for (size_t i = 0; i < n; i++) {
         uint8_t o = op ? op[i] : op_all;
         uint32_t sz = size ? size[i] : size_all;
-        int r = 0;
+        int r = 0, first = PL_SIM_HIT | PL_SIM_EVICT;
         if (o == PL_OP_LOAD || o == PL_OP_MODIFY)
-            r = pl_sim_access_slow(sim, addr[i], sz, 0);
+            r = pl_sim_access_slow(sim, addr[i], sz, 0) & first;
         if (o == PL_OP_STORE)
-            r = pl_sim_access_slow(sim, addr[i], sz, 1);
+            r = pl_sim_access_slow(sim, addr[i], sz, 1) & first;
         if (o == PL_OP_MODIFY)
-            r |= pl_sim_access_slow(sim, addr[i], sz, 1) << 2;
+            r |= (pl_sim_access_slow(sim, addr[i], sz, 1) & first) << 2;
         outcome[i] = (uint8_t)r;
     }
 }
