@@ -177,7 +177,7 @@ void pl_sim_coherence_miss(struct pl_sim *sim, const struct pl_sim_counts *befor
 #define PL_SIM_HIT 1
 #define PL_SIM_EVICT 2
 #define PL_SIM_MISS2 4 /* the second of two cache levels missed too */
-#define PL_SIM_MORE 8  /* lines straddled, the first level not dense, or a third level reached */
+#define PL_SIM_MORE 8  /* lines straddled, a level off the quick path, or a third level reached */
 int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
 
 /* Simulate one access of size bytes (0 counts as 1) at addr; returns its outcome, as
