@@ -54,8 +54,9 @@ struct pl_cell_sites {
     struct pl_sim *sim;         /* the simulator, and its counts as they stand: */
     const struct pl_sim_counts *l1, *llc, *tlb;
     struct charged seen; /* at the last access charged */
-    uint64_t misses;     /* misses(x) then */
-    int two_levels;      /* no TLB and no classes: only the L1's and LLC's misses move */
+    uint64_t misses;     /* misses(x) then (not kept with two_levels) */
+    int two_levels;      /* no TLB and no classes: only the L1's and LLC's misses move, and
+                            pl_sim_access's outcome says when */
     /* PL_THREADS_CORES: the cores (NULL until a second thread is spawned), each thread's stream
      * and index of its sites (slots[0] is unused: main()'s is slot), and the records held. */
     struct pl_coh *coh;
@@ -176,7 +177,6 @@ static __attribute__((noinline)) void charge(struct pl_cell_sites *x, struct pl_
         s->llc_write_misses += llc->write_misses - x->seen.llc_write;
         x->seen.l1_read = l1->read_misses, x->seen.l1_write = l1->write_misses;
         x->seen.llc_read = llc->read_misses, x->seen.llc_write = llc->write_misses;
-        x->misses = l1->read_misses + l1->write_misses;
         return;
     }
     struct charged now = {
@@ -197,15 +197,36 @@ static __attribute__((noinline)) void charge(struct pl_cell_sites *x, struct pl_
     x->misses = misses(x);
 }
 
-/* One access (a piece of at most PL_CELL_CHUNK bytes) charged to site s. */
+/* Whether the access just simulated, whose outcome was r, may have missed: with two levels,
+ * its outcome says so; else the misses so far moved. */
+static inline int missed(const struct pl_cell_sites *x, int r)
+{
+    return x->two_levels ? r != PL_SIM_HIT : misses(x) != x->misses;
+}
+
+/* One access (a piece of at most PL_CELL_CHUNK bytes) charged to site s. With two levels, an
+ * outcome that tells all the access missed is charged from it, with no count read (the counts
+ * charge() compares with move along); else charge() compares. */
 static inline __attribute__((always_inline)) void simulate_at(struct pl_cell_sites *x,
                                                               struct pl_cell_site *s, uint64_t addr,
                                                               uint64_t size, int is_write)
 {
     *(is_write ? &s->writes : &s->reads) += 1;
-    pl_sim_access(x->sim, addr, (uint32_t)size, is_write);
-    if (misses(x) != x->misses)
+    int r = pl_sim_access(x->sim, addr, (uint32_t)size, is_write);
+    if (!missed(x, r))
+        return;
+    if (!x->two_levels || (r & (PL_SIM_MORE | PL_SIM_HIT))) {
         charge(x, s);
+        return;
+    }
+    uint64_t llc = (r & PL_SIM_MISS2) != 0;
+    if (is_write) {
+        s->l1_write_misses++, x->seen.l1_write++;
+        s->llc_write_misses += llc, x->seen.llc_write += llc;
+    } else {
+        s->l1_read_misses++, x->seen.l1_read++;
+        s->llc_read_misses += llc, x->seen.llc_read += llc;
+    }
 }
 
 /* The same, charged to site s if any (NULL: no longer counting). */
@@ -218,8 +239,7 @@ static inline __attribute__((always_inline)) void simulate_one(struct pl_cell_si
         simulate_at(x, s, addr, size, is_write);
         return;
     }
-    pl_sim_access(x->sim, addr, (uint32_t)size, is_write);
-    if (misses(x) != x->misses)
+    if (missed(x, pl_sim_access(x->sim, addr, (uint32_t)size, is_write)))
         charge(x, NULL);
 }
 

@@ -400,7 +400,7 @@ int pl_coh_core_stats(const struct pl_coh *m, int c, struct pl_sim_stats *out,
                       struct pl_coh_counts *protocol);
 int pl_coh_stats(const struct pl_coh *m, struct pl_sim_stats *out);
 int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
-void pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
+int pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
 void pl_sim_access_run(struct pl_sim *sim, uint64_t addr, uint64_t stride, uint64_t count,
                        uint32_t size, int is_write);
 void pl_sim_access_array(struct pl_sim *sim, const uint64_t *addr, const uint8_t *op,

@@ -169,17 +169,23 @@ void pl_sim_fetch(struct pl_sim *sim, int i, uint64_t base, unsigned span, int i
  * given (the first level's counts stood at *before) to coherence. */
 void pl_sim_coherence_miss(struct pl_sim *sim, const struct pl_sim_counts *before);
 
-/* The full model for one access; returns the first level's outcome for its last line
- * (PL_SIM_HIT, PL_SIM_EVICT bits). Always correct, also when the fast path would apply. */
+/* The full model for one access; returns its outcome: the first level's for its last line
+ * (PL_SIM_HIT, PL_SIM_EVICT bits), and what else it did. Without PL_SIM_MORE, the first level's
+ * miss (no PL_SIM_HIT) of the access's one line, and the second level's when PL_SIM_MISS2 is
+ * set, are all the cache misses it caused; with it, the counts say what it missed. (TLB misses
+ * are left to the counts.) Always correct, also when the fast path would apply. */
 #define PL_SIM_HIT 1
 #define PL_SIM_EVICT 2
+#define PL_SIM_MISS2 4 /* the second of two cache levels missed too */
+#define PL_SIM_MORE 8  /* lines straddled, a level off the quick path, or a third level reached */
 int pl_sim_access_slow(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write);
 
-/* Simulate one access of size bytes (0 counts as 1) at addr. The PL_SIM hook: sim must be a
- * valid simulator (no NULL check in the hot path). No allocation, no division: an access within
- * the previous access's granule costs a compare and two increments. (Beyond the fast path, lazy
- * levels and classification allocate as they grow.) */
-static inline void pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write)
+/* Simulate one access of size bytes (0 counts as 1) at addr; returns its outcome, as
+ * pl_sim_access_slow's. The PL_SIM hook: sim must be a valid simulator (no NULL check in the hot
+ * path). No allocation, no division: an access within the previous access's granule costs a
+ * compare and two increments. (Beyond the fast path, lazy levels and classification allocate as
+ * they grow.) */
+static inline int pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t size, int is_write)
 {
     /* (addr & gmask) + size - 1 < limit: the access ends inside the granule; with limit 0 (no
      * previous access) or size 0 (wraps to a huge value) it fails and takes the slow path. */
@@ -188,9 +194,9 @@ static inline void pl_sim_access(struct pl_sim *sim, uint64_t addr, uint32_t siz
         sim->fast[is_write != 0]++;
         if (is_write)
             *sim->last_dirty = 1;
-        return;
+        return PL_SIM_HIT;
     }
-    pl_sim_access_slow(sim, addr, size, is_write);
+    return pl_sim_access_slow(sim, addr, size, is_write);
 }
 
 /* Simulate n accesses in one call. op and size are per-access arrays, or NULL to use op_all

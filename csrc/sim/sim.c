@@ -42,7 +42,9 @@ struct pl_sim_core {
     unsigned page_shift;
     struct pl_cache level[PL_SIM_MAX_LEVELS];
     struct pl_cache tlb[PL_SIM_MAX_TLBS];
-    uint64_t no_page;      /* the quick path's page without TLBs */
+    uint64_t no_page; /* the quick path's page without TLBs */
+    int lean2; /* the second level suits lean_below: dense and masked, LRU with its order in one
+                  word, no shadow, lines as long as the first level's */
     uint8_t no_line_dirty; /* stands in for the L1 dirty flag when there is no cache level */
 };
 
@@ -214,6 +216,9 @@ int pl_sim_create(const struct pl_sim_config *cfg, struct pl_sim **out)
         .l1 = l1,
         .lean = on && l1->set_mask && !l1->shadow,
     };
+    struct pl_cache *l2 = &k->level[1];
+    k->lean2 = cfg->nlevels > 1 && l2->masked && l2->policy == PL_POLICY_LRU && l2->ordered &&
+               !l2->shadow && l2->shift == l1->shift && l2->shift > 0;
     sim->gmask = (1ull << sim->shift) - 1;
     pl_sim_reset(sim);
     *out = sim;
@@ -393,7 +398,29 @@ static __attribute__((noinline)) int access_lines(struct pl_sim *sim, uint64_t a
     sim->last = end >> sim->shift;
     sim->limit = sim->gmask + 1;
     sim->last_dirty = dirty;
-    return out;
+    return out | PL_SIM_MORE;
+}
+
+/* The second level's access to the line x that the first level missed, where k->lean2:
+ * pl_cache_access without its tests of what the level is. Its most recently used line needs
+ * no test of its own: touching the front way leaves the order as it is. */
+PL_HOT int lean_below(struct pl_cache *c, uint64_t x, int is_write)
+{
+    uint8_t *dirty;
+    c->n.reads += !is_write;
+    c->n.writes += is_write;
+    uint64_t set = x & c->set_mask;
+    struct pl_set *s = pl_cache_block(c, set);
+    int w = pl_cache_find(c, s, x);
+    if (w < 0)
+        return pl_cache_fill_lru(c, set, x, is_write, &dirty);
+    pl_cache_order_touch(&s->word, (uint32_t)w);
+    dirty = pl_set_dirty(s, c->dirty_off) + w;
+    *dirty |= (uint8_t)is_write;
+    c->mru_line = x;
+    c->mru_dirty = dirty;
+    c->mru_valid = 1;
+    return PL_SIM_HIT;
 }
 
 /* The quick path's miss: the first level's miss path, then the levels below. */
@@ -408,10 +435,15 @@ static __attribute__((noinline)) int quick_miss(struct pl_sim *sim, uint64_t x, 
         /* the next level's line is this one (the usual case): looked up here, not by fetch's
          * loop over the lines of a block */
         uint8_t *below;
-        if (!(pl_cache_access(&k->level[1], x, is_write, &below) & PL_SIM_HIT) && k->nlevels > 2)
+        int hit = k->lean2 ? lean_below(&k->level[1], x, is_write)
+                           : pl_cache_access(&k->level[1], x, is_write, &below);
+        if (!(hit & PL_SIM_HIT))
+            out |= k->nlevels > 2 ? PL_SIM_MORE : PL_SIM_MISS2;
+        if (out & PL_SIM_MORE)
             fetch(k, 2, x << c->shift, c->shift, is_write);
     } else if (k->nlevels > 1) {
         fetch(k, 1, x << c->shift, c->shift, is_write);
+        out |= PL_SIM_MORE;
     }
     sim->last = x;
     sim->limit = sim->gmask + 1;
@@ -643,13 +675,13 @@ void pl_sim_access_outcomes(struct pl_sim *sim, const uint64_t *addr, const uint
     for (size_t i = 0; i < n; i++) {
         uint8_t o = op ? op[i] : op_all;
         uint32_t sz = size ? size[i] : size_all;
-        int r = 0;
+        int r = 0, first = PL_SIM_HIT | PL_SIM_EVICT;
         if (o == PL_OP_LOAD || o == PL_OP_MODIFY)
-            r = pl_sim_access_slow(sim, addr[i], sz, 0);
+            r = pl_sim_access_slow(sim, addr[i], sz, 0) & first;
         if (o == PL_OP_STORE)
-            r = pl_sim_access_slow(sim, addr[i], sz, 1);
+            r = pl_sim_access_slow(sim, addr[i], sz, 1) & first;
         if (o == PL_OP_MODIFY)
-            r |= pl_sim_access_slow(sim, addr[i], sz, 1) << 2;
+            r |= (pl_sim_access_slow(sim, addr[i], sz, 1) & first) << 2;
         outcome[i] = (uint8_t)r;
     }
 }
