@@ -150,7 +150,8 @@ def cell_ceiling(b):
     """The most any build instrumented by the compiler could gain on cachegrind: bench/transpose.c
     at N = 3000 (start-up a small part of either), built with -fsanitize=thread and linked with
     hooks that do nothing (bench/hooks_only.c), against cachegrind running it built -O2: what
-    the calls alone cost, with nothing recorded, simulated or started."""
+    the calls alone cost, with nothing recorded, simulated or started; and cachegrind's run
+    without its cache simulation (--cache-sim=no), so what simulating costs cachegrind shows."""
     key = "sim.cell_vs_cachegrind.ceiling"
     meaning = (
         f"CPU time of cachegrind (D1 {':'.join(map(str, D1))}, LL 8M:16:64) running "
@@ -176,6 +177,9 @@ def cell_ceiling(b):
     b.log("the compiler's instrumentation alone against cachegrind")
     a, s = _pairs(lambda: _child_cpu(cg), lambda: _child_cpu([str(instrumented)]), max(3, b.n // 2))
     plain = [_child_cpu([str(native)]) for _ in range(max(3, b.n // 2))]
+    # the same cachegrind run without its cache simulation: the rest is what simulating costs it
+    unsimulated = _cachegrind(["--cache-sim=no", str(native)], "/dev/null", LLC_8M)
+    bare = [_child_cpu(unsimulated) for _ in range(max(3, b.n // 2))]
     b.keep("cachegrind, bench/transpose.c N=3000 -O2 (CPU s)", a)
     b.keep("bench/transpose.c N=3000, instrumented, hooks that do nothing (CPU s)", s)
     return {
@@ -187,5 +191,6 @@ def cell_ceiling(b):
             instrumented_s=statistics.median(s),
             uninstrumented_s=statistics.median(plain),
             cachegrind_s=statistics.median(a),
+            cachegrind_unsimulated_s=statistics.median(bare),
         )
     }
