@@ -89,17 +89,32 @@ def cell_vs_cachegrind(b):
     instrumentation) against cachegrind running the measured build of the same cell (the very
     shared object %%c times, called by bench/cell_host.c): CPU time of each whole command, in
     turn, through the same D1 and LL and nothing else (no TLB, no classes), at N = 1000 and
-    N = 3000; and callgrind's count of each simulated access, by part, at N = 1000."""
+    N = 3000; callgrind's count of each simulated access, by part, at N = 1000; and the
+    command's start-up (startup_s: the same command on an empty main())."""
     host = b.tmp / "cell_host"
     subprocess.run(["cc", "-O2", "-o", str(host), str(HOST), "-ldl"], check=True)
     out = {key: _at_size(b, host, n, key, goal) for n, (key, goal) in SIZES.items()}
     small, large = (out[key] for key, _ in SIZES.values())
+    if small["value"] is not None:
+        small["startup_s"] = _startup(b)
     if small["value"] is not None and large["value"] is not None:
         # what one more access costs each tool, start-up and the program's set-up left out
         more = large["sim_accesses"] - small["sim_accesses"]
         for tool in ("sim", "cachegrind"):
             large[f"{tool}_ns_per_access"] = (large[f"{tool}_s"] - small[f"{tool}_s"]) / more * 1e9
     return out
+
+
+def _startup(b):
+    """CPU seconds of `pagelab sim c` on a program that makes no access (its build cached): the
+    two interpreters, their imports, the worker's run and the report."""
+    src = b.tmp / "empty.c"
+    src.write_text("int main(void) { return 0; }\n")
+    cmd = [*b.pagelab, "sim", "c", str(src), *OPTIONS]
+    subprocess.run(cmd, check=True, capture_output=True)  # built and cached
+    times = [_child_cpu(cmd) for _ in range(max(5, b.n))]
+    b.keep("pagelab sim c of an empty main(), same D1 and LL (CPU s)", times)
+    return statistics.median(times)
 
 
 def _at_size(b, host, n, key, goal):
