@@ -14,6 +14,7 @@ Two ways to a cgroup of our own, detected by reading only, each gone after the r
 pagelab never writes to a cgroup it did not create; where neither way exists, the result says why.
 """
 
+import contextlib
 import json
 import mmap
 import os
@@ -168,9 +169,11 @@ def squeeze(file_mb=32, competitor_mb=40, limit_mb=64):
 def _make_cgroup(parent, limit):
     """The run's cgroup under ``parent``: memory.max ``limit``, no swap for its anonymous pages."""
     cg = Path(parent) / f"pagelab-squeeze-{os.getpid()}"
+    with contextlib.suppress(OSError):  # an empty one an earlier run of this process left
+        cg.rmdir()
     try:
         cg.mkdir()
-    except FileExistsError:
+    except FileExistsError:  # not empty: its processes still run
         raise BadInput(f"squeeze: {cg} exists: another squeeze of this process runs") from None
     try:
         (cg / "memory.max").write_text(str(limit))
