@@ -307,10 +307,11 @@ static void drain(struct pl_cell *cell)
  * come (above). From the first spawn on, every simulated thread's accesses go to its stream,
  * and replay() interleaves the streams on the cores of the model. */
 
-/* Append a record to thread t's stream (only thread t appends to it). */
-static void append(struct pl_cell *cell, int t, uint64_t addr, uint64_t site)
+/* Append a record to thread t's stream (only thread t appends to it). x is the index the
+ * caller read: a thread that outlives main() may be here when pl_cell_release() clears it. */
+static void append(struct pl_cell *cell, struct pl_cell_sites *x, int t, uint64_t addr,
+                   uint64_t site)
 {
-    struct pl_cell_sites *x = cell->index;
     struct stream *st = &x->stream[t];
     struct block *b = st->tail;
     uint32_t n = b ? b->count : STREAM_BLOCK;
@@ -338,13 +339,13 @@ static void append(struct pl_cell *cell, int t, uint64_t addr, uint64_t site)
 }
 
 /* An access of size bytes as records (each at most PL_CELL_REC_MAX bytes, whole chunks). */
-static void record(struct pl_cell *cell, int t, uint64_t addr, uint64_t size, int is_write,
-                   uintptr_t pc)
+static void record(struct pl_cell *cell, struct pl_cell_sites *x, int t, uint64_t addr,
+                   uint64_t size, int is_write, uintptr_t pc)
 {
     const uint64_t most = PL_CELL_REC_MAX & ~(uint64_t)(PL_CELL_CHUNK - 1);
     do {
         uint64_t n = size < most ? size : most;
-        append(cell, t, addr, (uint64_t)pc << 16 | n << 1 | (uint64_t)(is_write != 0));
+        append(cell, x, t, addr, (uint64_t)pc << 16 | n << 1 | (uint64_t)(is_write != 0));
         addr += n, size -= n;
     } while (size);
 }
@@ -354,7 +355,7 @@ static void record_buffer(struct pl_cell *cell)
 {
     struct pl_cell_sites *x = cell->index;
     for (const struct pl_cell_rec *r = x->buffer; r < x->hooks->next; r++)
-        append(cell, 0, r->addr, r->site);
+        append(cell, x, 0, r->addr, r->site);
     x->hooks->next = x->buffer;
     replay(cell, 0); /* what can be interleaved already: the streams stay short */
 }
@@ -518,7 +519,7 @@ static int cell_spawned(void *ctx)
         x->nthreads = number + 1;
     pthread_mutex_unlock(&x->lock);
     if (number) /* the thread joins the turns where its spawn is in its parent's stream */
-        append(cell, my_number, (uint64_t)number, SPAWN_SITE);
+        append(cell, x, my_number, (uint64_t)number, SPAWN_SITE);
     return number;
 }
 
@@ -556,7 +557,7 @@ static void cell_touch(void *ctx, uint64_t addr, uint64_t size, int is_write, co
     if (x->coh && my_number >= 0) { /* threads: recorded, to be interleaved */
         if (my_number == 0)
             drain(cell);
-        record(cell, my_number, addr, size, is_write, (uintptr_t)pc);
+        record(cell, x, my_number, addr, size, is_write, (uintptr_t)pc);
         return;
     }
     if (__builtin_thread_pointer() != x->thread) {
@@ -678,6 +679,28 @@ void pl_cell_release(struct pl_cell *cell)
     cell->nsites = 0;
 }
 
+static void no_region(void *ctx)
+{
+    (void)ctx;
+}
+
+static void no_access(void *ctx, uint64_t addr, uint32_t size, int is_write)
+{
+    (void)ctx, (void)addr, (void)size, (void)is_write;
+}
+
+/* main() is over: what runs of the cell's code from here on (a thread that outlives main(), an
+ * atexit handler) feeds nothing, since the cell and its index go away before the worker exits.
+ * A thread may still be in a hook it entered before; it keeps the index it read, which
+ * pl_cell_release() then leaves to the worker's exit. */
+static void detach(struct pl_cell_hooks *hooks)
+{
+    hooks->touch = NULL, hooks->flush = NULL, hooks->spawned = NULL;
+    hooks->next = hooks->last = NULL; /* the buffer goes with the index */
+    hooks->begin = hooks->end = hooks->finished = no_region;
+    hooks->access = no_access;
+}
+
 int pl_cell_run(const char *path, struct pl_cell *cell)
 {
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -728,6 +751,7 @@ int pl_cell_run(const char *path, struct pl_cell *cell)
     pl_region_end(&cell->whole);
     take_snapshot(cell, &cell->whole, &cell->whole.end);
     cell->threads = cell->index && cell->index->coh ? (uint32_t)cell->index->nthreads : 1;
+    detach(hooks);
     fflush(stdout);
     /* not dlclose()d: the cell may have registered atexit handlers; the worker exits soon */
     return 0;
